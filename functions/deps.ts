@@ -1,0 +1,58 @@
+/**
+ * The deployed composition root: the one place that reads the environment, SST's linked resources
+ * and secrets. Built once per Lambda container (cold start) and reused by every invocation.
+ *
+ *   Resource.State.name, Resource.ScheduleQueue.url, Resource.ApiPepper.value   (SST links)
+ *   SWARMPLANE_SECRETS_PREFIX   SSM path of backend secrets (default /swarmplane/<stage>/secrets)
+ *   SWARMPLANE_OPERATOR_PROJECT project whose admin keys may create projects (default `default`)
+ *   SWARMPLANE_DYNAMODB_ENDPOINT, SWARMPLANE_SQS_ENDPOINT, SWARMPLANE_SSM_ENDPOINT  overrides (tests)
+ */
+
+import { Logger as Powertools } from "@aws-lambda-powertools/logger"
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb"
+import { SQSClient } from "@aws-sdk/client-sqs"
+import { SSMClient } from "@aws-sdk/client-ssm"
+import { SqsQueue } from "@swarmplane/core/queue/sqs"
+import { createRuntime, type Runtime } from "@swarmplane/core/runtime"
+import { SsmSecrets } from "@swarmplane/core/secrets/ssm"
+import { DynamoStore } from "@swarmplane/core/store/dynamo"
+import { type Logger, redact } from "@swarmplane/core/util/logger"
+import { Resource } from "sst"
+
+/** Core's logger port over Powertools' structured JSON logger. */
+function powertoolsLogger(service: string): Logger {
+  const logger = new Powertools({ serviceName: service })
+  const at =
+    (level: "debug" | "info" | "warn" | "error") =>
+    (message: string, fields?: Record<string, unknown>): void =>
+      logger[level]({ message, ...redact(fields) })
+  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") }
+}
+
+let cached: Runtime | undefined
+
+export function runtime(env: NodeJS.ProcessEnv = process.env): Runtime {
+  if (cached) return cached
+  const endpoint = (name: string) => (env[name] ? { endpoint: env[name] } : {})
+  const stage = env.SWARMPLANE_STAGE ?? "dev"
+  const dynamo = new DynamoDBClient({ ...endpoint("SWARMPLANE_DYNAMODB_ENDPOINT") })
+  const sqs = new SQSClient({ ...endpoint("SWARMPLANE_SQS_ENDPOINT") })
+  const ssm = new SSMClient({ ...endpoint("SWARMPLANE_SSM_ENDPOINT") })
+  cached = createRuntime({
+    store: DynamoStore({ client: dynamo, tableName: Resource.State.name }),
+    queue: SqsQueue({ client: sqs, queueUrl: Resource.ScheduleQueue.url }),
+    logger: powertoolsLogger("swarmplane"),
+    pepper: Resource.ApiPepper.value,
+    secrets: SsmSecrets({
+      client: ssm,
+      prefix: env.SWARMPLANE_SECRETS_PREFIX ?? `/swarmplane/${stage}/secrets`,
+    }),
+    ...(env.SWARMPLANE_OPERATOR_PROJECT ? { operatorProject: env.SWARMPLANE_OPERATOR_PROJECT } : {}),
+  })
+  return cached
+}
+
+/** Forget the cached runtime (tests that change the environment between cases). */
+export function resetRuntime(): void {
+  cached = undefined
+}

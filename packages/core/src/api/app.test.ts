@@ -1,0 +1,581 @@
+import { describe, expect, test } from "vitest"
+import { parseScheduleRequest } from "../queue/port"
+import { testApi } from "./testing"
+
+const workersBackend = {
+  id: "local",
+  config: {
+    type: "workers",
+    scaleGroups: [{ name: "local", provider: { type: "local" }, max: 2, resources: {} }],
+  },
+}
+const job = (extra: Record<string, unknown> = {}) => ({ command: ["python", "infer.py"], tasks: 4, ...extra })
+
+async function withBackend() {
+  const api = await testApi()
+  const res = await api.call("POST", "/v1/backends", { body: workersBackend })
+  expect(res.status).toBe(201)
+  return api
+}
+
+describe("health, docs and the OpenAPI document", () => {
+  test("GET /health answers without a key", async () => {
+    const api = await testApi()
+    const res = await api.call("GET", "/health", { key: null })
+    expect(res.status).toBe(200)
+    expect(res.json).toMatchObject({ status: "ok", version: "test" })
+  })
+
+  test("/openapi.json is OpenAPI 3.1 with every route and the schemas' descriptions", async () => {
+    const api = await testApi()
+    const doc = (await api.call("GET", "/openapi.json", { key: null })).json
+    expect(doc.openapi).toBe("3.1.0")
+    for (const path of [
+      "/v1/swarms",
+      "/v1/swarms/{name}",
+      "/v1/jobs",
+      "/v1/jobs/{id}/cancel",
+      "/v1/workers/register",
+      "/v1/backends",
+    ])
+      expect(Object.keys(doc.paths)).toContain(path)
+    expect(doc.components.schemas.JobSpec.properties.tasks.description).toMatch(/Number of tasks/)
+    expect(
+      doc.components.schemas.BackendConfig.oneOf ?? doc.components.schemas.BackendConfig.anyOf,
+    ).toHaveLength(4)
+  })
+
+  test("/docs renders the reference as HTML", async () => {
+    const api = await testApi()
+    const res = await api.call("GET", "/docs", { key: null })
+    expect(res.status).toBe(200)
+    expect(res.headers.get("content-type")).toMatch(/text\/html/)
+    expect(res.text).toContain("/v1/jobs/{id}/cancel")
+    expect(res.text).toContain("SlurmBackendConfig")
+  })
+
+  test("an unknown route is a 404 in the standard error shape", async () => {
+    const api = await testApi()
+    const res = await api.call("GET", "/v1/nothing")
+    expect(res.status).toBe(404)
+    expect(res.json.error.code).toBe("route.not_found")
+  })
+})
+
+describe("authentication and tenancy", () => {
+  test("a missing key is 401", async () => {
+    const api = await testApi()
+    const res = await api.call("GET", "/v1/swarms", { key: null })
+    expect(res.status).toBe(401)
+    expect(res.json.error).toMatchObject({ code: "auth.unauthorized" })
+    expect(res.json.error.message).toMatch(/Authorization: Bearer/)
+  })
+
+  test("a wrong key is 401", async () => {
+    const api = await testApi()
+    const res = await api.call("GET", "/v1/swarms", { key: "sp_not-a-real-key" })
+    expect(res.status).toBe(401)
+  })
+
+  test("a key of project A never sees or changes project B's objects", async () => {
+    const api = await withBackend()
+    await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })
+    const submitted = await api.call("POST", "/v1/jobs", { body: job() })
+    expect(submitted.status).toBe(202)
+
+    const created = await api.call("POST", "/v1/projects", { body: { name: "team-b" } })
+    expect(created.status).toBe(201)
+    const keyB = created.json.adminKey.key as string
+    expect(created.json.adminKey).toMatchObject({ project: "team-b", role: "admin" })
+
+    expect((await api.call("GET", "/v1/swarms/llm", { key: keyB })).status).toBe(404)
+    expect((await api.call("GET", "/v1/swarms", { key: keyB })).json.items).toEqual([])
+    expect((await api.call("GET", "/v1/jobs", { key: keyB })).json.items).toEqual([])
+    expect((await api.call("GET", `/v1/jobs/${submitted.json.id}`, { key: keyB })).status).toBe(404)
+    expect((await api.call("GET", `/v1/jobs/${submitted.json.id}/events`, { key: keyB })).status).toBe(404)
+    expect((await api.call("POST", `/v1/jobs/${submitted.json.id}/cancel`, { key: keyB })).status).toBe(404)
+    expect((await api.call("DELETE", "/v1/swarms/llm", { key: keyB })).status).toBe(404)
+    expect((await api.call("GET", "/v1/backends/local", { key: keyB })).status).toBe(404)
+    expect((await api.call("GET", "/v1/backends", { key: keyB })).json.items).toEqual([])
+    expect(
+      (await api.call("POST", "/v1/projects/default/keys", { key: keyB, body: { role: "admin" } })).status,
+    ).toBe(404)
+    expect((await api.call("POST", "/v1/projects", { key: keyB, body: { name: "team-c" } })).status).toBe(403)
+
+    // B's own swarm of the same name is its own object; A's is untouched.
+    await api.call("POST", "/v1/backends", { key: keyB, body: workersBackend })
+    expect(
+      (await api.call("POST", "/v1/swarms", { key: keyB, body: { name: "llm", model: "other" } })).status,
+    ).toBe(202)
+    expect((await api.call("GET", "/v1/swarms/llm")).json.model).toBe("echo")
+    expect((await api.call("GET", `/v1/jobs/${submitted.json.id}`)).json.status).toBe("PENDING")
+  })
+
+  test("a read key may list but not write; a write key may not manage keys", async () => {
+    const api = await withBackend()
+    const read = (
+      await api.call("POST", "/v1/projects/default/keys", { body: { role: "read", name: "dash" } })
+    ).json
+    const write = (await api.call("POST", "/v1/projects/default/keys", { body: { role: "write" } })).json
+    expect(read.key).toMatch(/^sp_/)
+    expect((await api.call("GET", "/v1/jobs", { key: read.key })).status).toBe(200)
+    const refused = await api.call("POST", "/v1/jobs", { key: read.key, body: job() })
+    expect(refused.status).toBe(403)
+    expect(refused.json.error.message).toMatch(/role "write"/)
+    expect((await api.call("POST", "/v1/jobs", { key: write.key, body: job() })).status).toBe(202)
+    expect((await api.call("POST", "/v1/projects/default/keys", { key: write.key, body: {} })).status).toBe(
+      403,
+    )
+    expect((await api.call("POST", "/v1/backends", { key: write.key, body: workersBackend })).status).toBe(
+      403,
+    )
+  })
+
+  test("keys are listed without their secrets and stored only hashed", async () => {
+    const api = await testApi()
+    const created = (await api.call("POST", "/v1/projects/default/keys", { body: { role: "read" } })).json
+    const listed = (await api.call("GET", "/v1/projects/default/keys")).json.items
+    expect(listed.map((k: { id: string }) => k.id)).toContain(created.id)
+    expect(JSON.stringify(listed)).not.toContain(created.key)
+    const everything = JSON.stringify(await api.store.query("PROJECTS"))
+    expect(everything).not.toContain(created.key)
+    expect((await api.call("GET", "/v1/me", { key: created.key })).json).toMatchObject({
+      project: "default",
+      role: "read",
+    })
+  })
+})
+
+describe("bad input", () => {
+  const cases: Record<
+    string,
+    {
+      path: string
+      body?: unknown
+      raw?: string
+      type?: string
+      status: number
+      code: string
+      field?: string
+      hint?: RegExp
+    }
+  > = {
+    "wrong type": {
+      path: "/v1/jobs",
+      body: job({ tasks: "four" }),
+      status: 400,
+      code: "request.invalid",
+      field: "tasks",
+      hint: /must be a number/,
+    },
+    "missing field": {
+      path: "/v1/jobs",
+      body: { tasks: 2 },
+      status: 400,
+      code: "request.invalid",
+      field: "command",
+      hint: /is required/,
+    },
+    "unknown field": {
+      path: "/v1/jobs",
+      body: job({ shards: 3 }),
+      status: 400,
+      code: "request.invalid",
+      field: "",
+      hint: /"shards": remove it/,
+    },
+    "unknown backend type": {
+      path: "/v1/backends",
+      body: { id: "x", config: { type: "nomad" } },
+      status: 400,
+      code: "request.invalid",
+      field: "config.type",
+      hint: /"slurm", "lepton", "eks", "workers"/,
+    },
+    "oversized name": {
+      path: "/v1/swarms",
+      body: { name: "a".repeat(80), model: "echo" },
+      status: 400,
+      code: "request.invalid",
+      field: "name",
+      hint: /at most 63/,
+    },
+    "too many tasks": {
+      path: "/v1/jobs",
+      body: job({ tasks: 1_000_000 }),
+      status: 400,
+      code: "request.invalid",
+      field: "tasks",
+      hint: /at most 10000/,
+    },
+    "oversized env value": {
+      path: "/v1/jobs",
+      body: job({ env: { BIG: "x".repeat(20_000) } }),
+      status: 400,
+      code: "request.invalid",
+      field: "env.BIG",
+      hint: /at most 16384/,
+    },
+    "body over the limit": {
+      path: "/v1/jobs",
+      raw: JSON.stringify(job({ labels: { a: "x".repeat(600_000) } })),
+      status: 413,
+      code: "request.too_large",
+    },
+    "malformed JSON": {
+      path: "/v1/jobs",
+      raw: '{"command": ["x"',
+      status: 400,
+      code: "request.malformed_json",
+      hint: /valid JSON/,
+    },
+    "not JSON": {
+      path: "/v1/jobs",
+      raw: "command=x",
+      type: "application/x-www-form-urlencoded",
+      status: 415,
+      code: "request.unsupported_media_type",
+    },
+    "bad query": {
+      path: "/v1/jobs?status=DONE",
+      status: 400,
+      code: "request.invalid",
+      field: "query.status",
+    },
+  }
+
+  for (const [name, tc] of Object.entries(cases)) {
+    test(`${name} → ${tc.status} ${tc.code}, nothing written`, async () => {
+      const api = await withBackend()
+      const before = api.store.writes()
+      const queued = api.queue.pending().length
+      const method = tc.body === undefined && tc.raw === undefined ? "GET" : "POST"
+      const res = await api.call(method, tc.path, {
+        body: tc.body,
+        raw: tc.raw,
+        headers: tc.raw !== undefined ? { "Content-Type": tc.type ?? "application/json" } : {},
+      })
+      expect(res.status).toBe(tc.status)
+      expect(res.json.error.code).toBe(tc.code)
+      if (tc.field !== undefined)
+        expect(res.json.error.details.map((d: { path: string }) => d.path)).toContain(tc.field)
+      if (tc.hint) expect(res.json.error.message).toMatch(tc.hint)
+      expect(api.store.writes()).toBe(before)
+      expect(api.queue.pending().length).toBe(queued)
+    })
+  }
+
+  test("a job naming an unknown backend or swarm is refused, nothing written", async () => {
+    const api = await withBackend()
+    const before = api.store.writes()
+    const a = await api.call("POST", "/v1/jobs", { body: job({ backendId: "nope" }) })
+    expect(a.status).toBe(400)
+    expect(a.json.error).toMatchObject({ code: "backend.not_found", details: [{ path: "backendId" }] })
+    const b = await api.call("POST", "/v1/jobs", { body: job({ swarm: "ghost" }) })
+    expect(b.json.error).toMatchObject({ code: "swarm.not_found", details: [{ path: "swarm" }] })
+    expect(api.store.writes()).toBe(before)
+  })
+
+  test("with no backend, or several, the error says what to do", async () => {
+    const api = await testApi()
+    const none = await api.call("POST", "/v1/swarms", { body: { name: "s", model: "echo" } })
+    expect(none.json.error.code).toBe("backend.none")
+    expect(none.json.error.message).toMatch(/POST \/v1\/backends/)
+    await api.call("POST", "/v1/backends", { body: workersBackend })
+    await api.call("POST", "/v1/backends", { body: { ...workersBackend, id: "other" } })
+    const many = await api.call("POST", "/v1/swarms", { body: { name: "s", model: "echo" } })
+    expect(many.json.error.code).toBe("backend.ambiguous")
+    expect(many.json.error.message).toMatch(/local, other|other, local/)
+  })
+
+  test("unknown objects are 404 with a code per kind", async () => {
+    const api = await withBackend()
+    expect((await api.call("GET", "/v1/swarms/ghost")).json.error.code).toBe("swarm.not_found")
+    expect((await api.call("GET", "/v1/jobs/job-nope")).json.error.code).toBe("job.not_found")
+    expect((await api.call("GET", "/v1/backends/ghost")).json.error.code).toBe("backend.not_found")
+    expect((await api.call("POST", "/v1/workers/w-nope/heartbeat", { body: {} })).json.error.code).toBe(
+      "worker.not_found",
+    )
+  })
+})
+
+describe("idempotency", () => {
+  test("the same POST with the same Idempotency-Key twice makes one object and the same response", async () => {
+    const api = await withBackend()
+    const headers = { "Idempotency-Key": "3f1c6a2e-submit-1" }
+    const first = await api.call("POST", "/v1/jobs", { body: job(), headers })
+    const second = await api.call("POST", "/v1/jobs", { body: job(), headers })
+    expect(first.status).toBe(202)
+    expect(second.status).toBe(202)
+    expect(second.text).toBe(first.text)
+    expect(second.headers.get("Idempotent-Replayed")).toBe("true")
+    expect((await api.call("GET", "/v1/jobs")).json.items).toHaveLength(1)
+    expect(api.queue.pending().filter((m) => parseScheduleRequest(m.body)?.kind === "job")).toHaveLength(1)
+  })
+
+  test("the same key with a different request is refused with 422", async () => {
+    const api = await withBackend()
+    const headers = { "Idempotency-Key": "k-1" }
+    await api.call("POST", "/v1/jobs", { body: job(), headers })
+    const other = await api.call("POST", "/v1/jobs", { body: job({ tasks: 5 }), headers })
+    expect(other.status).toBe(422)
+    expect(other.json.error.code).toBe("idempotency.key_reused")
+  })
+
+  test("a key whose request failed may be used again", async () => {
+    const api = await withBackend()
+    const headers = { "Idempotency-Key": "k-2" }
+    expect((await api.call("POST", "/v1/jobs", { body: job({ backendId: "nope" }), headers })).status).toBe(
+      400,
+    )
+    expect((await api.call("POST", "/v1/jobs", { body: job(), headers })).status).toBe(202)
+  })
+
+  test("a replayed project creation returns the same key, which is stored only encrypted", async () => {
+    const api = await testApi()
+    const headers = { "Idempotency-Key": "proj-1" }
+    const first = await api.call("POST", "/v1/projects", { body: { name: "team-x" }, headers })
+    const second = await api.call("POST", "/v1/projects", { body: { name: "team-x" }, headers })
+    expect(second.json.adminKey.key).toBe(first.json.adminKey.key)
+    const records = await api.store.query("P#default#IDEM#" as string)
+    expect(JSON.stringify(records)).not.toContain(first.json.adminKey.key)
+  })
+
+  test("a retry after a crash between the job and its tasks completes the same job", async () => {
+    const api = await withBackend()
+    const headers = { "Idempotency-Key": "crash-1" }
+    // The first try dies after writing the job item: simulate by failing the task batch once.
+    const createMany = api.store.createMany
+    let failed = false
+    api.store.createMany = async (items) => {
+      if (!failed) {
+        failed = true
+        throw new Error("connection reset")
+      }
+      return createMany(items)
+    }
+    expect((await api.call("POST", "/v1/jobs", { body: job(), headers })).status).toBe(500)
+    const retry = await api.call("POST", "/v1/jobs", { body: job(), headers })
+    expect(retry.status).toBe(202)
+    const jobs = (await api.call("GET", "/v1/jobs")).json.items
+    expect(jobs).toHaveLength(1)
+    expect((await api.call("GET", `/v1/jobs/${retry.json.id}`)).json.tasks).toHaveLength(4)
+  })
+})
+
+describe("swarms", () => {
+  test("create, update by name, unchanged on the same spec, delete", async () => {
+    const api = await withBackend()
+    const created = await api.call("POST", "/v1/swarms", {
+      body: { name: "llm", model: "echo", replicas: 2 },
+    })
+    expect(created.status).toBe(202)
+    expect(created.headers.get("Swarmplane-Created")).toBe("true")
+    expect(created.json).toMatchObject({
+      name: "llm",
+      phase: "PENDING",
+      desired: "running",
+      generation: 1,
+      backendId: "local",
+    })
+
+    const same = await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo", replicas: 2 } })
+    expect(same.json.generation).toBe(1)
+    const updated = await api.call("POST", "/v1/swarms", {
+      body: { name: "llm", model: "echo", replicas: 3 },
+    })
+    expect(updated.json).toMatchObject({ generation: 2, replicas: 3 })
+    expect(updated.headers.get("Swarmplane-Created")).toBe("false")
+
+    const requests = api.queue.pending().map((m) => parseScheduleRequest(m.body))
+    expect(requests.filter((r) => r?.kind === "swarm").map((r) => r?.reason)).toEqual([
+      "swarm.created",
+      "swarm.updated",
+    ])
+
+    const deleted = await api.call("DELETE", "/v1/swarms/llm")
+    expect(deleted.status).toBe(202)
+    expect(deleted.json).toMatchObject({ desired: "deleted", phase: "STOPPED" })
+    const listed = (await api.call("GET", "/v1/swarms")).json.items
+    expect(listed.map((s: { name: string; phase: string }) => [s.name, s.phase])).toEqual([
+      ["llm", "STOPPED"],
+    ])
+  })
+
+  test("?wait answers at the timeout with the current phase, on the injected clock", async () => {
+    const api = await withBackend()
+    await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })
+    const t0 = api.clock.now()
+    const res = await api.call("GET", "/v1/swarms/llm?wait=RUNNING&timeoutS=5")
+    expect(res.status).toBe(200)
+    expect(res.headers.get("Swarmplane-Wait")).toBe("timeout")
+    expect(res.json.phase).toBe("PENDING")
+    expect(api.clock.now() - t0).toBe(5000)
+  })
+
+  test("?wait answers at once when the swarm has settled elsewhere", async () => {
+    const api = await withBackend()
+    await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })
+    await api.call("DELETE", "/v1/swarms/llm")
+    const t0 = api.clock.now()
+    const res = await api.call("GET", "/v1/swarms/llm?wait=RUNNING&timeoutS=20")
+    expect(res.headers.get("Swarmplane-Wait")).toBe("settled")
+    expect(api.clock.now()).toBe(t0)
+  })
+
+  test("a bad timeoutS is refused with its path", async () => {
+    const api = await withBackend()
+    await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })
+    const res = await api.call("GET", "/v1/swarms/llm?wait=RUNNING&timeoutS=600")
+    expect(res.status).toBe(400)
+    expect(res.json.error.details[0].path).toBe("query.timeoutS")
+  })
+})
+
+describe("jobs", () => {
+  test("submit, read with tasks, list with filters, cancel, events", async () => {
+    const api = await withBackend()
+    await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })
+    const a = await api.call("POST", "/v1/jobs", { body: job({ name: "shards", swarm: "llm", tasks: 100 }) })
+    expect(a.status).toBe(202)
+    expect(a.json).toMatchObject({
+      status: "PENDING",
+      backendId: "local",
+      counts: { PENDING: 100 },
+      cancelRequested: false,
+    })
+    api.clock.advance(1000)
+    const b = await api.call("POST", "/v1/jobs", { body: job({ name: "other" }) })
+
+    const detail = (await api.call("GET", `/v1/jobs/${a.json.id}`)).json
+    expect(detail.tasks).toHaveLength(100)
+    expect(detail.tasks[99]).toMatchObject({ index: 99, state: "PENDING", attempts: [] })
+
+    const all = (await api.call("GET", "/v1/jobs")).json.items.map((j: { id: string }) => j.id)
+    expect(all).toEqual([b.json.id, a.json.id])
+    const bySwarm = (await api.call("GET", "/v1/jobs?swarm=llm")).json.items.map((j: { id: string }) => j.id)
+    expect(bySwarm).toEqual([a.json.id])
+
+    const cancelled = await api.call("POST", `/v1/jobs/${a.json.id}/cancel`)
+    expect(cancelled.status).toBe(202)
+    expect(cancelled.json).toMatchObject({
+      status: "CANCELLED",
+      cancelRequested: true,
+      counts: { KILLED: 100 },
+    })
+    expect(
+      (await api.call("GET", "/v1/jobs?status=CANCELLED")).json.items.map((j: { id: string }) => j.id),
+    ).toEqual([a.json.id])
+    expect(
+      (await api.call("GET", "/v1/jobs?status=PENDING")).json.items.map((j: { id: string }) => j.id),
+    ).toEqual([b.json.id])
+
+    const events = (await api.call("GET", `/v1/jobs/${a.json.id}/events`)).json.items
+    expect(events.map((e: { reason: string; to: string }) => `${e.reason}:${e.to}`)).toEqual([
+      "created:PENDING",
+      "cancel_requested:PENDING",
+      "cancelled:CANCELLED",
+    ])
+    expect(api.logger.entries.some((e) => e.message.includes(`job ${a.json.id} PENDING → CANCELLED`))).toBe(
+      true,
+    )
+  })
+
+  test("listing pages follow the cursor without repeats", async () => {
+    const api = await withBackend()
+    const ids: string[] = []
+    for (let i = 0; i < 7; i++) {
+      api.clock.advance(1000)
+      ids.push((await api.call("POST", "/v1/jobs", { body: job({ tasks: 1 }) })).json.id)
+    }
+    const seen: string[] = []
+    let cursor: string | undefined
+    do {
+      const page = (
+        await api.call("GET", `/v1/jobs?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)
+      ).json
+      seen.push(...page.items.map((j: { id: string }) => j.id))
+      cursor = page.nextCursor
+    } while (cursor)
+    expect(seen).toEqual(ids.reverse())
+  })
+})
+
+describe("workers", () => {
+  const worker = {
+    backendId: "local",
+    scaleGroup: "local",
+    name: "host-1",
+    resources: { cpu: 2, memoryMiB: 2048 },
+  }
+
+  test("register, heartbeat, list", async () => {
+    const api = await withBackend()
+    const reg = await api.call("POST", "/v1/workers/register", { body: worker })
+    expect(reg.status).toBe(201)
+    expect(reg.json).toMatchObject({
+      worker: { backendId: "local", health: "healthy" },
+      heartbeatIntervalS: 10,
+    })
+    api.clock.advance(7000)
+    const hb = await api.call("POST", `/v1/workers/${reg.json.worker.id}/heartbeat`, {
+      body: { attempts: [] },
+    })
+    expect(hb.status).toBe(200)
+    expect(hb.json.desired).toEqual([])
+    const listed = (await api.call("GET", "/v1/workers?backendId=local")).json.items
+    expect(listed).toHaveLength(1)
+    expect(Date.parse(listed[0].lastSeen) - Date.parse(listed[0].registeredAt)).toBe(7000)
+  })
+
+  test("a worker must name a workers backend and one of its scale groups", async () => {
+    const api = await withBackend()
+    const bad = await api.call("POST", "/v1/workers/register", { body: { ...worker, scaleGroup: "gpu" } })
+    expect(bad.status).toBe(400)
+    expect(bad.json.error).toMatchObject({
+      code: "worker.scale_group_invalid",
+      details: [{ path: "scaleGroup" }],
+    })
+    const eks = { id: "eks", config: { type: "eks", clusterName: "c", region: "us-west-2", localQueue: "q" } }
+    await api.call("POST", "/v1/backends", { body: eks })
+    const wrongType = await api.call("POST", "/v1/workers/register", {
+      body: { ...worker, backendId: "eks", scaleGroup: undefined },
+    })
+    expect(wrongType.json.error.code).toBe("worker.backend_invalid")
+  })
+})
+
+describe("backends", () => {
+  test("re-registering replaces the config (200) and a same config changes nothing", async () => {
+    const api = await withBackend()
+    const again = await api.call("POST", "/v1/backends", { body: workersBackend })
+    expect(again.status).toBe(200)
+    const changed = await api.call("POST", "/v1/backends", {
+      body: { ...workersBackend, config: { ...workersBackend.config, heartbeatGraceS: 90 } },
+    })
+    expect(changed.status).toBe(200)
+    expect(changed.json).toMatchObject({ kind: "worker-daemon", config: { heartbeatGraceS: 90 } })
+    const got = (await api.call("GET", "/v1/backends/local")).json
+    expect(got.config.heartbeatGraceS).toBe(90)
+  })
+
+  test("a config never takes a secret in place of a secret name", async () => {
+    const api = await testApi()
+    const res = await api.call("POST", "/v1/backends", {
+      body: {
+        id: "hpc",
+        config: {
+          type: "slurm",
+          loginHost: "login",
+          user: "svc",
+          sshKeySecret: "-----BEGIN OPENSSH PRIVATE KEY-----\nabc",
+          hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA",
+          partition: "debug",
+        },
+      },
+    })
+    expect(res.status).toBe(400)
+    expect(res.json.error.details[0].path).toBe("config.sshKeySecret")
+    expect(res.text).not.toContain("BEGIN OPENSSH")
+  })
+})

@@ -1,0 +1,114 @@
+/**
+ * The Hono app factory (DESIGN.md §4). Knows only Web Request/Response: `functions/api.ts` wraps it
+ * for Lambda and `functions/local.ts` serves it on node-server. Middleware order matters:
+ * body limit → JSON content type → authentication (`/v1/*`) → idempotency (POST) → route validation.
+ */
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi"
+import { bodyLimit } from "hono/body-limit"
+import { Health } from "../model/api"
+import { Limits } from "../model/limits"
+import { iso } from "../util/clock"
+import { ValidationError, VisibleError } from "../util/errors"
+import { authenticate } from "./auth"
+import type { ApiDeps, ApiEnv } from "./context"
+import { renderDocs } from "./docs-page"
+import { errorBody, onError } from "./errors"
+import { idempotency } from "./idempotency"
+import { fieldIssues } from "./issues"
+import { jsonResponse } from "./openapi-helpers"
+import { backendRoutes } from "./routes/backends"
+import { jobRoutes } from "./routes/jobs"
+import { projectRoutes } from "./routes/projects"
+import { swarmRoutes } from "./routes/swarms"
+import { workerRoutes } from "./routes/workers"
+
+const targetPrefix: Record<string, string | undefined> = {
+  json: undefined,
+  query: "query",
+  param: "path",
+  header: "header",
+}
+
+export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
+  const app = new OpenAPIHono<ApiEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw new ValidationError(fieldIssues(result.error, targetPrefix[result.target]))
+    },
+  })
+  app.onError(onError(deps.logger))
+  app.notFound((c) =>
+    c.json(errorBody("route.not_found", `no route ${c.req.method} ${c.req.path}; see /docs`), 404),
+  )
+
+  app.use(
+    "/v1/*",
+    bodyLimit({
+      maxSize: Limits.bodyBytes,
+      onError: () => {
+        throw new VisibleError(
+          "request.too_large",
+          `the body is too large: send at most ${Limits.bodyBytes / 1024} KiB`,
+          413,
+        )
+      },
+    }),
+  )
+  app.use("/v1/*", async (c, next) => {
+    const hasBody =
+      c.req.header("Content-Length") !== undefined
+        ? c.req.header("Content-Length") !== "0"
+        : c.req.raw.body !== null
+    const type = c.req.header("Content-Type") ?? ""
+    if (
+      ["POST", "PUT", "PATCH"].includes(c.req.method) &&
+      hasBody &&
+      !/^application\/([\w.-]+\+)?json\b/i.test(type)
+    )
+      throw new VisibleError(
+        "request.unsupported_media_type",
+        "send the body as JSON with Content-Type: application/json",
+        415,
+      )
+    await next()
+  })
+  app.use("/v1/*", authenticate(deps))
+  app.use("/v1/*", idempotency(deps))
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", {
+    type: "http",
+    scheme: "bearer",
+    description: "An API key: `Authorization: Bearer sp_...`.",
+  })
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/health",
+      tags: ["meta"],
+      summary: "Liveness: answers without authentication",
+      responses: { 200: jsonResponse(Health, "The API is up.") },
+    }),
+    (c) => c.json({ status: "ok" as const, version: deps.version, time: iso(deps.clock.now()) }, 200),
+  )
+
+  projectRoutes(app, deps)
+  backendRoutes(app, deps)
+  swarmRoutes(app, deps)
+  jobRoutes(app, deps)
+  workerRoutes(app, deps)
+
+  const documentConfig = {
+    openapi: "3.1.0",
+    info: {
+      title: "swarmplane",
+      version: deps.version,
+      description:
+        "A serverless control plane for LLM serving swarms and sharded GPU batch jobs on Slurm, DGX Cloud Lepton, EKS/Kueue and swarmplane's own workers.",
+    },
+  }
+  app.doc31("/openapi.json", documentConfig)
+  app.get("/docs", (c) =>
+    c.html(renderDocs(app.getOpenAPI31Document(documentConfig) as unknown as Record<string, unknown>)),
+  )
+  return app
+}

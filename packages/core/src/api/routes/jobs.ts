@@ -1,0 +1,143 @@
+/** `/v1/jobs`: submit, list, get with tasks and attempts, cancel, events. */
+import { createRoute } from "@hono/zod-openapi"
+import { pageOf } from "../../model/api"
+import { PageQuery } from "../../model/common"
+import { Event } from "../../model/event"
+import { Job, JobDetail, JobListQuery, JobSpec } from "../../model/job"
+import { Keys } from "../../store/keys"
+import { NotFoundError, VisibleError } from "../../util/errors"
+import { newId, seededId } from "../../util/ids"
+import { requireRole } from "../auth"
+import { type ApiDeps, enqueue } from "../context"
+import {
+  type App,
+  errors,
+  idempotencyHeader,
+  idParam,
+  jsonBody,
+  jsonResponse,
+  security,
+} from "../openapi-helpers"
+import { resolveBackend } from "../resolve"
+
+const JobPage = pageOf(Job, "JobPage")
+const EventPage = pageOf(Event, "EventPage")
+
+export function jobRoutes(app: App, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/jobs",
+      tags: ["jobs"],
+      summary: "Submit a job",
+      description: "Answers 202 with the job (status PENDING); its tasks are scheduled by the control loop.",
+      security,
+      request: { headers: idempotencyHeader, body: jsonBody(JobSpec, "The job spec.") },
+      responses: { 202: jsonResponse(Job, "Accepted."), ...errors(400, 401, 403, 409, 422) },
+    }),
+    async (c) => {
+      const caller = c.get("caller")
+      requireRole(caller, "write")
+      const spec = c.req.valid("json")
+      let backendId = spec.backendId
+      if (spec.swarm) {
+        const swarm = await deps.repos.swarms.get(caller.project, spec.swarm)
+        if (!swarm || swarm.desired === "deleted")
+          throw new VisibleError(
+            "swarm.not_found",
+            `swarm: swarm "${spec.swarm}" does not exist in this project; create it first or leave swarm out`,
+            400,
+            [{ path: "swarm", message: `swarm "${spec.swarm}" does not exist` }],
+          )
+        backendId ??= swarm.backendId
+      }
+      const backend = await resolveBackend(deps, caller.project, backendId)
+      const seed = c.get("idempotency")
+      const id = seed ? seededId("job", seed.createdAt, seed.seed) : newId("job", deps.clock.now())
+      const job = await deps.repos.jobs.create(
+        caller.project,
+        id,
+        { ...spec, backendId: backend.id },
+        backend.id,
+      )
+      await enqueue(deps, [{ kind: "job", project: caller.project, id, reason: "job.created" }])
+      return c.json(job, 202)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/jobs",
+      tags: ["jobs"],
+      summary: "List jobs, newest first",
+      security,
+      request: { query: PageQuery.extend(JobListQuery.shape) },
+      responses: { 200: jsonResponse(JobPage, "A page of jobs."), ...errors(400, 401) },
+    }),
+    async (c) => {
+      const query = c.req.valid("query")
+      const page = await deps.repos.jobs.list(c.get("caller").project, query)
+      return c.json({ items: page.items, ...(page.cursor ? { nextCursor: page.cursor } : {}) }, 200)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/jobs/{id}",
+      tags: ["jobs"],
+      summary: "Get a job with its tasks and their attempts",
+      security,
+      request: { params: idParam("Job") },
+      responses: { 200: jsonResponse(JobDetail, "The job."), ...errors(401, 404) },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param")
+      const { job, tasks } = await deps.repos.jobs.mustLoad(c.get("caller").project, id)
+      return c.json({ ...job.data, tasks: tasks.map((t) => t.data) }, 200)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/cancel",
+      tags: ["jobs"],
+      summary: "Cancel a job",
+      description:
+        "Pending tasks are killed at once; running ones are stopped by the control loop. A finished job is left as it is.",
+      security,
+      request: { params: idParam("Job"), headers: idempotencyHeader },
+      responses: { 202: jsonResponse(Job, "Accepted."), ...errors(401, 403, 404, 422) },
+    }),
+    async (c) => {
+      const caller = c.get("caller")
+      requireRole(caller, "write")
+      const { id } = c.req.valid("param")
+      const job = await deps.repos.jobs.cancel(caller.project, id)
+      await enqueue(deps, [{ kind: "job", project: caller.project, id, reason: "job.cancel_requested" }])
+      return c.json(job, 202)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/jobs/{id}/events",
+      tags: ["jobs"],
+      summary: "Events of a job and its tasks, oldest first",
+      security,
+      request: { params: idParam("Job"), query: PageQuery },
+      responses: { 200: jsonResponse(EventPage, "A page of events."), ...errors(400, 401, 404) },
+    }),
+    async (c) => {
+      const project = c.get("caller").project
+      const { id } = c.req.valid("param")
+      if (!(await deps.repos.jobs.get(project, id))) throw new NotFoundError("job", id)
+      const query = c.req.valid("query")
+      const page = await deps.repos.events.list(Keys.job(project, id).pk, query)
+      return c.json({ items: page.items, ...(page.cursor ? { nextCursor: page.cursor } : {}) }, 200)
+    },
+  )
+}

@@ -1,0 +1,149 @@
+/** `/v1/swarms`: create-or-update by name, list, get (optionally waiting for a phase), delete. */
+import { createRoute } from "@hono/zod-openapi"
+import { pageOf } from "../../model/api"
+import { PageQuery } from "../../model/common"
+import type { SwarmPhase } from "../../model/states"
+import { Swarm, SwarmGetQuery, SwarmSpec } from "../../model/swarm"
+import type { Clock } from "../../util/clock"
+import { requireRole } from "../auth"
+import { type ApiDeps, enqueue } from "../context"
+import {
+  type App,
+  errors,
+  idempotencyHeader,
+  jsonBody,
+  jsonResponse,
+  nameParam,
+  security,
+} from "../openapi-helpers"
+import { resolveBackend } from "../resolve"
+
+const SwarmPage = pageOf(Swarm, "SwarmPage")
+const PollMs = 1000
+
+/** Phases after which waiting for another phase is pointless. */
+const settled = (phase: SwarmPhase, wanted: SwarmPhase) =>
+  phase === wanted || phase === "FAILED" || phase === "STOPPED"
+
+/** Poll until the swarm reaches `wanted` (or settles elsewhere) or the deadline passes. */
+async function waitFor(
+  load: () => Promise<Swarm>,
+  wanted: SwarmPhase,
+  timeoutS: number,
+  clock: Clock,
+): Promise<{ swarm: Swarm; result: "reached" | "settled" | "timeout" }> {
+  const deadline = clock.now() + timeoutS * 1000
+  for (;;) {
+    const swarm = await load()
+    if (swarm.phase === wanted) return { swarm, result: "reached" }
+    if (settled(swarm.phase, wanted)) return { swarm, result: "settled" }
+    const left = deadline - clock.now()
+    if (left <= 0) return { swarm, result: "timeout" }
+    await clock.sleep(Math.min(PollMs, left))
+  }
+}
+
+export function swarmRoutes(app: App, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/swarms",
+      tags: ["swarms"],
+      summary: "Create a swarm, or update the one with this name",
+      description:
+        "Answers 202: the control loop moves the swarm through PENDING → INITIALIZING → RUNNING. " +
+        "`Swarmplane-Created: true|false` tells whether it was created.",
+      security,
+      request: { headers: idempotencyHeader, body: jsonBody(SwarmSpec, "The swarm spec.") },
+      responses: { 202: jsonResponse(Swarm, "Accepted."), ...errors(400, 401, 403, 409, 422) },
+    }),
+    async (c) => {
+      const caller = c.get("caller")
+      requireRole(caller, "write")
+      const spec = c.req.valid("json")
+      const existing = await deps.repos.swarms.get(caller.project, spec.name)
+      const backend = await resolveBackend(deps, caller.project, spec.backendId ?? existing?.backendId)
+      const { swarm, created, changed } = await deps.repos.swarms.apply(caller.project, {
+        ...spec,
+        backendId: backend.id,
+      })
+      if (changed)
+        await enqueue(deps, [
+          {
+            kind: "swarm",
+            project: caller.project,
+            id: swarm.name,
+            reason: created ? "swarm.created" : "swarm.updated",
+          },
+        ])
+      c.header("Swarmplane-Created", String(created))
+      return c.json(swarm, 202)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/swarms",
+      tags: ["swarms"],
+      summary: "List swarms",
+      security,
+      request: { query: PageQuery },
+      responses: { 200: jsonResponse(SwarmPage, "A page of swarms, by name."), ...errors(400, 401) },
+    }),
+    async (c) => {
+      const query = c.req.valid("query")
+      const page = await deps.repos.swarms.list(c.get("caller").project, query)
+      return c.json({ items: page.items, ...(page.cursor ? { nextCursor: page.cursor } : {}) }, 200)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/swarms/{name}",
+      tags: ["swarms"],
+      summary: "Get a swarm; with `wait`, answer once it reaches that phase",
+      description:
+        "With `?wait=RUNNING&timeoutS=20` the answer comes when the swarm is RUNNING, has settled in FAILED or STOPPED, " +
+        "or the timeout passed; header `Swarmplane-Wait` says which (`reached`, `settled`, `timeout`). Clients loop for longer waits.",
+      security,
+      request: { params: nameParam("Swarm"), query: SwarmGetQuery },
+      responses: { 200: jsonResponse(Swarm, "The swarm."), ...errors(400, 401, 404) },
+    }),
+    async (c) => {
+      const project = c.get("caller").project
+      const { name } = c.req.valid("param")
+      const query = c.req.valid("query")
+      const load = () => deps.repos.swarms.mustGet(project, name)
+      if (!query.wait) return c.json(await load(), 200)
+      const { swarm, result } = await waitFor(load, query.wait, query.timeoutS, deps.clock)
+      c.header("Swarmplane-Wait", result)
+      return c.json(swarm, 200)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/v1/swarms/{name}",
+      tags: ["swarms"],
+      summary: "Delete a swarm",
+      description:
+        "Answers 202 with `desired: deleted`; the control loop tears the deployment down and the swarm ends STOPPED.",
+      security,
+      request: { params: nameParam("Swarm") },
+      responses: { 202: jsonResponse(Swarm, "Accepted."), ...errors(401, 403, 404) },
+    }),
+    async (c) => {
+      const caller = c.get("caller")
+      requireRole(caller, "write")
+      const { name } = c.req.valid("param")
+      const swarm = await deps.repos.swarms.requestDelete(caller.project, name)
+      await enqueue(deps, [
+        { kind: "swarm", project: caller.project, id: name, reason: "swarm.delete_requested" },
+      ])
+      return c.json(swarm, 202)
+    },
+  )
+}

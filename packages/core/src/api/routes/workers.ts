@@ -1,0 +1,115 @@
+/** `/v1/workers`: registration and heartbeats of worker agents, and the worker listing. */
+import { createRoute, z } from "@hono/zod-openapi"
+import {
+  HeartbeatRequest,
+  HeartbeatResponse,
+  RegisterWorkerRequest,
+  RegisterWorkerResponse,
+  Worker,
+} from "../../model/worker"
+import { NotFoundError, VisibleError } from "../../util/errors"
+import { requireRole } from "../auth"
+import type { ApiDeps } from "../context"
+import {
+  type App,
+  errors,
+  idempotencyHeader,
+  idParam,
+  jsonBody,
+  jsonResponse,
+  security,
+} from "../openapi-helpers"
+
+/** How often agents heartbeat; a fraction of the default 50 s grace period. */
+export const HeartbeatIntervalS = 10
+
+export function workerRoutes(app: App, deps: ApiDeps): void {
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/workers/register",
+      tags: ["workers"],
+      summary: "Register a worker agent with a `workers` backend",
+      security,
+      request: {
+        headers: idempotencyHeader,
+        body: jsonBody(RegisterWorkerRequest, "The worker and what it offers."),
+      },
+      responses: { 201: jsonResponse(RegisterWorkerResponse, "Registered."), ...errors(400, 401, 403, 422) },
+    }),
+    async (c) => {
+      const caller = c.get("caller")
+      requireRole(caller, "write")
+      const body = c.req.valid("json")
+      const backend = await deps.repos.backends.get(caller.project, body.backendId)
+      if (backend?.config.type !== "workers")
+        throw new VisibleError(
+          "worker.backend_invalid",
+          `backendId: "${body.backendId}" is not a registered backend of type "workers" in this project`,
+          400,
+          [{ path: "backendId", message: "must name a backend of type workers" }],
+        )
+      const groups = backend.config.scaleGroups.map((g) => g.name)
+      if (body.scaleGroup && !groups.includes(body.scaleGroup))
+        throw new VisibleError(
+          "worker.scale_group_invalid",
+          `scaleGroup: backend "${backend.id}" has no scale group "${body.scaleGroup}"${groups.length ? `; it has ${groups.join(", ")}` : ""}`,
+          400,
+          [{ path: "scaleGroup", message: `one of ${groups.map((g) => `"${g}"`).join(", ") || "(none)"}` }],
+        )
+      const worker = await deps.repos.workers.register(caller.project, body)
+      return c.json({ worker, heartbeatIntervalS: HeartbeatIntervalS }, 201)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/workers/{id}/heartbeat",
+      tags: ["workers"],
+      summary: "Heartbeat: report observed attempts, receive the complete desired set",
+      security,
+      request: {
+        params: idParam("Worker"),
+        headers: idempotencyHeader,
+        body: jsonBody(HeartbeatRequest, "What the worker observes."),
+      },
+      responses: {
+        200: jsonResponse(HeartbeatResponse, "The desired attempts."),
+        ...errors(400, 401, 403, 404, 410),
+      },
+    }),
+    async (c) => {
+      const caller = c.get("caller")
+      requireRole(caller, "write")
+      const { id } = c.req.valid("param")
+      const worker = await deps.repos.workers.heartbeat(caller.project, id)
+      if (!worker) throw new NotFoundError("worker", id)
+      // The scheduler's assignments reach workers here once the worker-daemon backend places tasks.
+      return c.json({ desired: [], heartbeatIntervalS: HeartbeatIntervalS }, 200)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/workers",
+      tags: ["workers"],
+      summary: "List workers",
+      security,
+      request: {
+        query: z.object({
+          backendId: z.string().max(63).optional().describe("Only workers of this backend."),
+        }),
+      },
+      responses: {
+        200: jsonResponse(z.object({ items: z.array(Worker).describe("The workers.") }), "Workers."),
+        ...errors(400, 401),
+      },
+    }),
+    async (c) => {
+      const { backendId } = c.req.valid("query")
+      return c.json({ items: await deps.repos.workers.list(c.get("caller").project, backendId) }, 200)
+    },
+  )
+}

@@ -1,0 +1,80 @@
+/**
+ * Job status, derived from its tasks (never stored independently of them), and the job-level rules:
+ * `maxTaskFailures` and cancel. Pure.
+ */
+import type { JobSpec, Task, TaskCounts } from "../model/job"
+import { FailedTaskStates, isTerminalTask, type JobStatus, type TaskState } from "../model/states"
+import { applyOutcome, isLive } from "./task-state"
+
+export function countTasks(tasks: readonly Pick<Task, "state">[]): TaskCounts {
+  const counts: TaskCounts = {}
+  for (const t of tasks) counts[t.state] = (counts[t.state] ?? 0) + 1
+  return counts
+}
+
+function sum(counts: TaskCounts, states: readonly TaskState[]): number {
+  return states.reduce((n, s) => n + (counts[s] ?? 0), 0)
+}
+
+/**
+ * PENDING until a task is placed; RUNNING while any task is not final; FAILED as soon as more tasks
+ * failed than `maxTaskFailures` allows (the rest are being killed); CANCELLED when cancel was asked for
+ * and a task was killed by it; SUCCEEDED when every task is final and failures are within tolerance.
+ */
+export function deriveJobStatus(
+  spec: Pick<JobSpec, "maxTaskFailures">,
+  counts: TaskCounts,
+  total: number,
+  cancelRequested: boolean,
+): JobStatus {
+  const failed = sum(counts, FailedTaskStates)
+  const killed = counts.KILLED ?? 0
+  const terminal = Object.entries(counts).reduce(
+    (n, [s, c]) => n + (isTerminalTask(s as TaskState) ? (c ?? 0) : 0),
+    0,
+  )
+  if (failed > spec.maxTaskFailures) return "FAILED"
+  if (terminal === total) {
+    if (cancelRequested && killed > 0) return "CANCELLED"
+    if (killed > 0) return "FAILED"
+    return "SUCCEEDED"
+  }
+  const pending = counts.PENDING ?? 0
+  if (pending === total) return "PENDING"
+  return "RUNNING"
+}
+
+export function isFinished(status: JobStatus): boolean {
+  return status === "SUCCEEDED" || status === "FAILED" || status === "CANCELLED"
+}
+
+/**
+ * Tasks to kill now: every non-terminal task when cancel is requested, or when the job has failed past
+ * its tolerance. Returns the changed tasks and the attempts to stop on the backend.
+ */
+export function planKills(
+  spec: Pick<JobSpec, "maxTaskFailures" | "maxRetriesFailure" | "maxRetriesPreemption">,
+  tasks: readonly Task[],
+  cancelRequested: boolean,
+  nowIso: string,
+): { changed: Task[]; stop: string[] } {
+  const counts = countTasks(tasks)
+  const failedOut = sum(counts, FailedTaskStates) > spec.maxTaskFailures
+  if (!cancelRequested && !failedOut) return { changed: [], stop: [] }
+  const reason = cancelRequested ? "cancelled" : "job_failed"
+  const changed: Task[] = []
+  const stop: string[] = []
+  for (const task of tasks) {
+    if (isTerminalTask(task.state)) continue
+    const result = applyOutcome(task, { kind: "killed", reason }, spec, nowIso)
+    if (!result.changed) continue
+    changed.push(result.task)
+    stop.push(...result.stop)
+  }
+  return { changed, stop }
+}
+
+/** Whether a task holds (or may hold) a substrate object. */
+export function hasLiveAttempt(task: Task): boolean {
+  return isLive(task.state)
+}

@@ -1,0 +1,114 @@
+/**
+ * Swarm phase machine (domyn-swarm's ServingPhase plus a desired state). Pure. The reconcile tick
+ * feeds backend observations through `observe`; the API feeds user intent through `updateSpec` and
+ * `requestDelete`.
+ */
+
+import type { SwarmPhase } from "../model/states"
+import type { Swarm, SwarmSpec } from "../model/swarm"
+
+/** Legal phase transitions. A phase may always stay where it is. */
+export const SwarmTransitions: Record<SwarmPhase, readonly SwarmPhase[]> = {
+  PENDING: ["INITIALIZING", "RUNNING", "FAILED", "STOPPED", "UNKNOWN"],
+  INITIALIZING: ["PENDING", "RUNNING", "FAILED", "STOPPED", "UNKNOWN"],
+  RUNNING: ["PENDING", "INITIALIZING", "FAILED", "STOPPED", "UNKNOWN"],
+  FAILED: ["PENDING", "STOPPED"],
+  UNKNOWN: ["PENDING", "INITIALIZING", "RUNNING", "FAILED", "STOPPED"],
+  STOPPED: ["PENDING"],
+}
+
+export function canSwarmTransition(from: SwarmPhase, to: SwarmPhase): boolean {
+  return from === to || SwarmTransitions[from].includes(to)
+}
+
+/** What a backend reports of a deployment, or that it could not tell. */
+export type ServingObservation =
+  | { kind: "status"; phase: SwarmPhase; url?: string; detail?: string }
+  | { kind: "gone" }
+  | { kind: "unreachable"; detail: string }
+
+export interface PhaseChange {
+  swarm: Swarm
+  changed: boolean
+  from: SwarmPhase
+}
+
+/**
+ * Apply an observation. While desired is `deleted`, only STOPPED (or a gone deployment, which is
+ * STOPPED) ends the wait; a running deployment stays in its phase until teardown completes. An
+ * unreachable backend moves a live swarm to UNKNOWN and leaves STOPPED/FAILED alone.
+ */
+export function observe(swarm: Swarm, observation: ServingObservation, nowIso: string): PhaseChange {
+  const from = swarm.phase
+  let to: SwarmPhase = from
+  let url = swarm.url
+  let message = swarm.message
+  switch (observation.kind) {
+    case "gone":
+      to = swarm.desired === "deleted" ? "STOPPED" : from === "STOPPED" ? "STOPPED" : "PENDING"
+      url = undefined
+      break
+    case "unreachable":
+      if (from !== "STOPPED" && from !== "FAILED") to = "UNKNOWN"
+      message = observation.detail
+      break
+    case "status":
+      to = observation.phase
+      if (swarm.desired === "deleted" && to !== "STOPPED") to = from
+      url =
+        observation.phase === "RUNNING"
+          ? (observation.url ?? url)
+          : observation.phase === "STOPPED"
+            ? undefined
+            : url
+      message = observation.detail ?? (to === from ? message : undefined)
+      break
+  }
+  if (!canSwarmTransition(from, to)) to = from
+  const changed = to !== from || url !== swarm.url || message !== swarm.message
+  if (!changed) return { swarm, changed, from }
+  return { swarm: { ...swarm, phase: to, url, message, updatedAt: nowIso }, changed, from }
+}
+
+/** A create-or-update of the spec: bumps the generation; a FAILED or STOPPED swarm starts over. */
+export function updateSpec(swarm: Swarm, spec: SwarmSpec, nowIso: string): PhaseChange {
+  const from = swarm.phase
+  const restart = from === "FAILED" || from === "STOPPED" || swarm.desired === "deleted"
+  const next: Swarm = {
+    ...swarm,
+    ...spec,
+    desired: "running",
+    generation: swarm.generation + 1,
+    phase: restart ? "PENDING" : from,
+    message: restart ? undefined : swarm.message,
+    updatedAt: nowIso,
+  }
+  return { swarm: next, changed: true, from }
+}
+
+/**
+ * DELETE: desired becomes `deleted`. A swarm that never got a deployment (no handle) is STOPPED at
+ * once; otherwise the reconcile tick tears it down and observes STOPPED.
+ */
+export function requestDelete(swarm: Swarm, nowIso: string): PhaseChange {
+  const from = swarm.phase
+  if (swarm.desired === "deleted" && (from === "STOPPED" || swarm.handle))
+    return { swarm, changed: false, from }
+  const phase: SwarmPhase = swarm.handle ? from : "STOPPED"
+  return {
+    swarm: {
+      ...swarm,
+      desired: "deleted",
+      phase,
+      url: swarm.handle ? swarm.url : undefined,
+      updatedAt: nowIso,
+    },
+    changed: true,
+    from,
+  }
+}
+
+/** A swarm is active (kept in the reconcile index) until it is STOPPED with desired `deleted`. */
+export function isSwarmActive(swarm: Pick<Swarm, "phase" | "desired">): boolean {
+  return !(swarm.phase === "STOPPED" && swarm.desired === "deleted")
+}

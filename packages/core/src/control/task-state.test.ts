@@ -1,0 +1,274 @@
+import { describe, expect, test } from "vitest"
+import type { Task } from "../model/job"
+import { type TaskState, TaskStates } from "../model/states"
+import { applyGangOutcome, applyOutcome, canTransition, newTask, type Outcome } from "./task-state"
+
+const now = "2026-01-01T00:00:10.000Z"
+const policy = { maxRetriesFailure: 1, maxRetriesPreemption: 1 }
+
+/** Builder: a task in `state` whose current attempt is `uid` (when live). */
+function task(
+  state: TaskState,
+  opts: { uid?: string; failures?: number; preemptions?: number; index?: number } = {},
+): Task {
+  const t = newTask(opts.index ?? 0, "2026-01-01T00:00:00.000Z")
+  const live = state === "ASSIGNED" || state === "BUILDING" || state === "RUNNING"
+  return {
+    ...t,
+    state,
+    failureCount: opts.failures ?? 0,
+    preemptionCount: opts.preemptions ?? 0,
+    attempts: live ? [{ attemptUid: opts.uid ?? "a-1", state, createdAt: t.updatedAt }] : [],
+  }
+}
+
+describe("legal transitions", () => {
+  const legal: [TaskState, TaskState][] = [
+    ["PENDING", "ASSIGNED"],
+    ["PENDING", "UNSCHEDULABLE"],
+    ["PENDING", "KILLED"],
+    ["ASSIGNED", "BUILDING"],
+    ["ASSIGNED", "RUNNING"],
+    ["BUILDING", "RUNNING"],
+    ["RUNNING", "SUCCEEDED"],
+    ["RUNNING", "PENDING"],
+    ["RUNNING", "FAILED"],
+    ["RUNNING", "WORKER_FAILED"],
+    ["RUNNING", "PREEMPTED"],
+    ["RUNNING", "KILLED"],
+    ["RUNNING", "COSCHED_FAILED"],
+  ]
+  const illegal: [TaskState, TaskState][] = [
+    ["PENDING", "RUNNING"],
+    ["PENDING", "SUCCEEDED"],
+    ["RUNNING", "ASSIGNED"],
+    ["RUNNING", "BUILDING"],
+    ["SUCCEEDED", "PENDING"],
+    ["FAILED", "PENDING"],
+    ["KILLED", "RUNNING"],
+    ["UNSCHEDULABLE", "ASSIGNED"],
+  ]
+  for (const [from, to] of legal)
+    test(`${from} → ${to} is legal`, () => expect(canTransition(from, to)).toBe(true))
+  for (const [from, to] of illegal)
+    test(`${from} → ${to} is illegal`, () => expect(canTransition(from, to)).toBe(false))
+
+  test("no terminal state has a way out", () => {
+    for (const s of [
+      "SUCCEEDED",
+      "FAILED",
+      "KILLED",
+      "WORKER_FAILED",
+      "PREEMPTED",
+      "UNSCHEDULABLE",
+      "COSCHED_FAILED",
+    ] as const)
+      expect(TaskStates.filter((to) => canTransition(s, to))).toEqual([])
+  })
+})
+
+describe("applyOutcome", () => {
+  const cases: Record<
+    string,
+    {
+      from: Task
+      outcome: Outcome
+      state: TaskState
+      attempt?: string
+      failures?: number
+      preemptions?: number
+      stop?: string[]
+    }
+  > = {
+    "placement mints an attempt": {
+      from: task("PENDING"),
+      outcome: { kind: "assigned", attemptUid: "a-9", target: "w-1" },
+      state: "ASSIGNED",
+      attempt: "ASSIGNED",
+    },
+    "running from assigned": {
+      from: task("ASSIGNED"),
+      outcome: { kind: "running", attemptUid: "a-1" },
+      state: "RUNNING",
+      attempt: "RUNNING",
+    },
+    success: {
+      from: task("RUNNING"),
+      outcome: { kind: "succeeded", attemptUid: "a-1", exitCode: 0 },
+      state: "SUCCEEDED",
+      attempt: "SUCCEEDED",
+    },
+    "failure with budget left retries": {
+      from: task("RUNNING"),
+      outcome: { kind: "failed", attemptUid: "a-1", exitCode: 3, reason: "exit_code" },
+      state: "PENDING",
+      attempt: "FAILED",
+      failures: 1,
+    },
+    "failure past the budget is final": {
+      from: task("RUNNING", { failures: 1 }),
+      outcome: { kind: "failed", attemptUid: "a-1", exitCode: 3, reason: "exit_code" },
+      state: "FAILED",
+      attempt: "FAILED",
+      failures: 2,
+    },
+    "worker loss uses the preemption budget": {
+      from: task("RUNNING"),
+      outcome: { kind: "worker_failed", attemptUid: "a-1", reason: "worker_lost" },
+      state: "PENDING",
+      attempt: "WORKER_FAILED",
+      preemptions: 1,
+    },
+    "worker loss past the budget is final": {
+      from: task("RUNNING", { preemptions: 1 }),
+      outcome: { kind: "worker_failed", attemptUid: "a-1", reason: "worker_lost" },
+      state: "WORKER_FAILED",
+      preemptions: 2,
+    },
+    "preemption while running uses the budget": {
+      from: task("RUNNING"),
+      outcome: { kind: "preempted", attemptUid: "a-1", reason: "preempted" },
+      state: "PENDING",
+      attempt: "PREEMPTED",
+      preemptions: 1,
+    },
+    "preemption past the budget is final": {
+      from: task("BUILDING", { preemptions: 1 }),
+      outcome: { kind: "preempted", attemptUid: "a-1", reason: "preempted" },
+      state: "PREEMPTED",
+      preemptions: 2,
+    },
+    "preemption while only assigned always returns, free": {
+      from: task("ASSIGNED", { preemptions: 1 }),
+      outcome: { kind: "preempted", attemptUid: "a-1", reason: "preempted" },
+      state: "PENDING",
+      attempt: "PREEMPTED",
+      preemptions: 1,
+    },
+    "kill of a running task stops its attempt": {
+      from: task("RUNNING"),
+      outcome: { kind: "killed", reason: "cancelled" },
+      state: "KILLED",
+      attempt: "KILLED",
+      stop: ["a-1"],
+    },
+    "kill of a pending task stops nothing": {
+      from: task("PENDING"),
+      outcome: { kind: "killed", reason: "cancelled" },
+      state: "KILLED",
+      stop: [],
+    },
+    "scheduling timeout": {
+      from: task("PENDING"),
+      outcome: { kind: "unschedulable", reason: "timeout", message: "needs 8 gpu" },
+      state: "UNSCHEDULABLE",
+    },
+  }
+  for (const [name, tc] of Object.entries(cases)) {
+    test(name, () => {
+      const result = applyOutcome(tc.from, tc.outcome, policy, now)
+      expect(result.changed).toBe(true)
+      expect(result.task.state).toBe(tc.state)
+      if (tc.attempt) expect(result.task.attempts.at(-1)?.state).toBe(tc.attempt)
+      if (tc.failures !== undefined) expect(result.task.failureCount).toBe(tc.failures)
+      if (tc.preemptions !== undefined) expect(result.task.preemptionCount).toBe(tc.preemptions)
+      if (tc.stop) expect(result.stop).toEqual(tc.stop)
+      expect(result.task.updatedAt).toBe(now)
+    })
+  }
+
+  const ignored: Record<string, { from: Task; outcome: Outcome }> = {
+    "a report about an older attempt": {
+      from: task("RUNNING", { uid: "a-2" }),
+      outcome: { kind: "failed", attemptUid: "a-1", reason: "exit_code" },
+    },
+    "a report after the task is final": {
+      from: task("SUCCEEDED"),
+      outcome: { kind: "failed", attemptUid: "a-1", reason: "x" },
+    },
+    "an assignment of a task already placed": {
+      from: task("RUNNING"),
+      outcome: { kind: "assigned", attemptUid: "a-3" },
+    },
+    "an unschedulable verdict on a placed task": {
+      from: task("ASSIGNED"),
+      outcome: { kind: "unschedulable", reason: "timeout" },
+    },
+    "a kill of a finished task": { from: task("FAILED"), outcome: { kind: "killed", reason: "cancelled" } },
+    "a report for a pending task": { from: task("PENDING"), outcome: { kind: "running", attemptUid: "a-1" } },
+  }
+  for (const [name, tc] of Object.entries(ignored)) {
+    test(`ignores ${name}`, () => {
+      const result = applyOutcome(tc.from, tc.outcome, policy, now)
+      expect(result.changed).toBe(false)
+      expect(result.task).toBe(tc.from)
+    })
+  }
+
+  test("a retried task keeps its history and the next placement adds a new attempt", () => {
+    let t = applyOutcome(
+      task("RUNNING"),
+      { kind: "failed", attemptUid: "a-1", exitCode: 3, reason: "exit_code" },
+      policy,
+      now,
+    ).task
+    t = applyOutcome(t, { kind: "assigned", attemptUid: "a-2" }, policy, now).task
+    expect(t.attempts.map((a) => [a.attemptUid, a.state, a.exitCode])).toEqual([
+      ["a-1", "FAILED", 3],
+      ["a-2", "ASSIGNED", undefined],
+    ])
+  })
+})
+
+describe("gang rules", () => {
+  const gang = () => [
+    task("RUNNING", { index: 0, uid: "g-0" }),
+    task("RUNNING", { index: 1, uid: "g-1" }),
+    task("PENDING", { index: 2 }),
+  ]
+
+  test("a retriable failure sends every live sibling back to PENDING and stops their attempts", () => {
+    const result = applyGangOutcome(
+      gang(),
+      0,
+      { kind: "failed", attemptUid: "g-0", exitCode: 1, reason: "exit_code" },
+      policy,
+      now,
+    )
+    expect(result.tasks.map((t) => t.state)).toEqual(["PENDING", "PENDING", "PENDING"])
+    expect(result.stop).toEqual(["g-1"])
+    expect(result.tasks[1]?.failureCount).toBe(0)
+    expect(result.tasks[1]?.attempts.at(-1)?.reason).toBe("gang_retry")
+  })
+
+  test("a terminal failure marks every other unfinished task COSCHED_FAILED", () => {
+    const tasks = gang()
+    tasks[0] = task("RUNNING", { index: 0, uid: "g-0", failures: 1 })
+    const result = applyGangOutcome(
+      tasks,
+      0,
+      { kind: "failed", attemptUid: "g-0", exitCode: 1, reason: "exit_code" },
+      policy,
+      now,
+    )
+    expect(result.tasks.map((t) => t.state)).toEqual(["FAILED", "COSCHED_FAILED", "COSCHED_FAILED"])
+    expect(result.stop).toEqual(["g-1"])
+  })
+
+  test("a success touches no sibling", () => {
+    const result = applyGangOutcome(gang(), 1, { kind: "succeeded", attemptUid: "g-1" }, policy, now)
+    expect(result.tasks.map((t) => t.state)).toEqual(["RUNNING", "SUCCEEDED", "PENDING"])
+    expect(result.changed).toEqual([1])
+  })
+
+  test("a stale report changes nothing in the gang", () => {
+    const result = applyGangOutcome(
+      gang(),
+      0,
+      { kind: "failed", attemptUid: "old", reason: "exit_code" },
+      policy,
+      now,
+    )
+    expect(result.changed).toEqual([])
+  })
+})

@@ -1,0 +1,281 @@
+/**
+ * Task state machine (Iris semantics, DESIGN.md §2): which transitions are legal, what each outcome
+ * costs in retry budget, and the gang rules. Pure: functions take a task and return the next one.
+ *
+ * A report is about one attempt. A report about an attempt that is not the task's current one is
+ * stale and changes nothing. A task sent back to PENDING keeps its attempts; the next placement mints
+ * a new `attemptUid`.
+ */
+import type { Attempt, Task } from "../model/job"
+import {
+  type AttemptState,
+  isTerminalTask,
+  LiveTaskStates,
+  type TaskState,
+  TerminalTaskStates,
+} from "../model/states"
+
+/** The retry budgets of a job, as they apply to each of its tasks. */
+export interface RetryPolicy {
+  maxRetriesFailure: number
+  maxRetriesPreemption: number
+}
+
+/** What was observed or decided about a task's current attempt. */
+export type Outcome =
+  | { kind: "assigned"; attemptUid: string; target?: string }
+  | { kind: "building"; attemptUid: string }
+  | { kind: "running"; attemptUid: string; target?: string }
+  | { kind: "succeeded"; attemptUid: string; exitCode?: number }
+  | { kind: "failed"; attemptUid: string; exitCode?: number; reason: string; message?: string }
+  | { kind: "worker_failed"; attemptUid: string; reason: string; message?: string }
+  | { kind: "preempted"; attemptUid: string; reason: string; message?: string }
+  | { kind: "killed"; reason: string; message?: string }
+  | { kind: "unschedulable"; reason: string; message?: string }
+  | { kind: "cosched_failed"; reason: string; message?: string }
+
+/** Legal task transitions. PENDING may be re-entered from a live state (a retry). */
+export const TaskTransitions: Record<TaskState, readonly TaskState[]> = {
+  PENDING: ["ASSIGNED", "UNSCHEDULABLE", "KILLED", "COSCHED_FAILED"],
+  ASSIGNED: [
+    "BUILDING",
+    "RUNNING",
+    "SUCCEEDED",
+    "PENDING",
+    "FAILED",
+    "WORKER_FAILED",
+    "PREEMPTED",
+    "KILLED",
+    "COSCHED_FAILED",
+  ],
+  BUILDING: [
+    "RUNNING",
+    "SUCCEEDED",
+    "PENDING",
+    "FAILED",
+    "WORKER_FAILED",
+    "PREEMPTED",
+    "KILLED",
+    "COSCHED_FAILED",
+  ],
+  RUNNING: ["SUCCEEDED", "PENDING", "FAILED", "WORKER_FAILED", "PREEMPTED", "KILLED", "COSCHED_FAILED"],
+  SUCCEEDED: [],
+  FAILED: [],
+  KILLED: [],
+  WORKER_FAILED: [],
+  PREEMPTED: [],
+  UNSCHEDULABLE: [],
+  COSCHED_FAILED: [],
+}
+
+export function canTransition(from: TaskState, to: TaskState): boolean {
+  return TaskTransitions[from].includes(to)
+}
+
+export function isLive(state: TaskState): boolean {
+  return (LiveTaskStates as readonly TaskState[]).includes(state)
+}
+
+/** The task's current attempt: the last one, if the task is live (PENDING tasks have none running). */
+export function currentAttempt(task: Task): Attempt | undefined {
+  return isLive(task.state) ? task.attempts.at(-1) : undefined
+}
+
+/** The result of applying an outcome: the next task, whether anything changed, and attempts to stop. */
+export interface Applied {
+  task: Task
+  changed: boolean
+  /** Attempts that were live on a backend and must now be stopped there (after the state commit). */
+  stop: string[]
+  /** True when the task went back to PENDING to be retried (for gang rules). */
+  retried: boolean
+}
+
+const unchanged = (task: Task): Applied => ({ task, changed: false, stop: [], retried: false })
+
+function endAttempt(task: Task, state: AttemptState, iso: string, extra: Partial<Attempt>): Attempt[] {
+  const attempts = task.attempts.slice()
+  const last = attempts.at(-1)
+  if (last) attempts[attempts.length - 1] = { ...last, ...extra, state, finishedAt: iso }
+  return attempts
+}
+
+/**
+ * Apply one outcome to a task. Stale reports (another attempt than the current one), reports after the
+ * task is terminal and illegal transitions leave the task unchanged.
+ */
+export function applyOutcome(task: Task, outcome: Outcome, policy: RetryPolicy, nowIso: string): Applied {
+  if (isTerminalTask(task.state)) return unchanged(task)
+  const current = currentAttempt(task)
+  if ("attemptUid" in outcome && outcome.kind !== "assigned" && current?.attemptUid !== outcome.attemptUid)
+    return unchanged(task)
+  const base = { ...task, pendingReason: undefined, updatedAt: nowIso }
+
+  switch (outcome.kind) {
+    case "assigned": {
+      if (task.state !== "PENDING") return unchanged(task)
+      const attempt: Attempt = {
+        attemptUid: outcome.attemptUid,
+        state: "ASSIGNED",
+        createdAt: nowIso,
+        ...(outcome.target ? { target: outcome.target } : {}),
+      }
+      return {
+        task: { ...base, state: "ASSIGNED", attempts: [...task.attempts, attempt] },
+        changed: true,
+        stop: [],
+        retried: false,
+      }
+    }
+    case "building":
+      if (task.state !== "ASSIGNED") return unchanged(task)
+      return {
+        task: { ...base, state: "BUILDING", attempts: withLast(task, { state: "BUILDING" }) },
+        changed: true,
+        stop: [],
+        retried: false,
+      }
+    case "running":
+      if (task.state === "RUNNING") return unchanged(task)
+      return {
+        task: {
+          ...base,
+          state: "RUNNING",
+          attempts: withLast(task, {
+            state: "RUNNING",
+            startedAt: nowIso,
+            ...(outcome.target ? { target: outcome.target } : {}),
+          }),
+        },
+        changed: true,
+        stop: [],
+        retried: false,
+      }
+    case "succeeded":
+      return {
+        task: {
+          ...base,
+          state: "SUCCEEDED",
+          attempts: endAttempt(task, "SUCCEEDED", nowIso, { exitCode: outcome.exitCode ?? 0 }),
+        },
+        changed: true,
+        stop: [],
+        retried: false,
+      }
+    case "failed": {
+      const attempts = endAttempt(task, "FAILED", nowIso, {
+        reason: outcome.reason,
+        ...(outcome.exitCode !== undefined ? { exitCode: outcome.exitCode } : {}),
+      })
+      const failureCount = task.failureCount + 1
+      const retry = failureCount <= policy.maxRetriesFailure
+      return {
+        task: { ...base, state: retry ? "PENDING" : "FAILED", attempts, failureCount },
+        changed: true,
+        stop: [],
+        retried: retry,
+      }
+    }
+    case "worker_failed":
+    case "preempted": {
+      const attemptState = outcome.kind === "preempted" ? "PREEMPTED" : "WORKER_FAILED"
+      const attempts = endAttempt(task, attemptState, nowIso, { reason: outcome.reason })
+      // A task preempted before it started (only ASSIGNED) lost nothing: it always goes back, free.
+      if (outcome.kind === "preempted" && task.state === "ASSIGNED")
+        return { task: { ...base, state: "PENDING", attempts }, changed: true, stop: [], retried: true }
+      const preemptionCount = task.preemptionCount + 1
+      const retry = preemptionCount <= policy.maxRetriesPreemption
+      return {
+        task: { ...base, state: retry ? "PENDING" : attemptState, attempts, preemptionCount },
+        changed: true,
+        stop: [],
+        retried: retry,
+      }
+    }
+    case "killed":
+    case "cosched_failed": {
+      const state = outcome.kind === "killed" ? "KILLED" : "COSCHED_FAILED"
+      const live = currentAttempt(task)
+      const attempts = live ? endAttempt(task, "KILLED", nowIso, { reason: outcome.reason }) : task.attempts
+      return {
+        task: { ...base, state, attempts, pendingReason: undefined },
+        changed: true,
+        stop: live ? [live.attemptUid] : [],
+        retried: false,
+      }
+    }
+    case "unschedulable":
+      if (task.state !== "PENDING") return unchanged(task)
+      return {
+        task: { ...base, state: "UNSCHEDULABLE", pendingReason: outcome.message ?? task.pendingReason },
+        changed: true,
+        stop: [],
+        retried: false,
+      }
+  }
+}
+
+function withLast(task: Task, patch: Partial<Attempt>): Attempt[] {
+  const attempts = task.attempts.slice()
+  const last = attempts.at(-1)
+  if (last) attempts[attempts.length - 1] = { ...last, ...patch }
+  return attempts
+}
+
+/**
+ * Apply an outcome to one task of a gang (a coscheduled job). A retriable failure sends every live
+ * sibling back to PENDING (their attempts are stopped; no budget is spent for them); a terminal failure
+ * marks every non-terminal sibling COSCHED_FAILED.
+ */
+export function applyGangOutcome(
+  tasks: readonly Task[],
+  index: number,
+  outcome: Outcome,
+  policy: RetryPolicy,
+  nowIso: string,
+): { tasks: Task[]; changed: number[]; stop: string[] } {
+  const target = tasks.find((t) => t.index === index)
+  if (!target) return { tasks: [...tasks], changed: [], stop: [] }
+  const applied = applyOutcome(target, outcome, policy, nowIso)
+  if (!applied.changed) return { tasks: [...tasks], changed: [], stop: [] }
+  const next = tasks.map((t) => (t.index === index ? applied.task : t))
+  const changed = [index]
+  const stop = [...applied.stop]
+  const failedTerminally = (["FAILED", "WORKER_FAILED", "PREEMPTED"] as TaskState[]).includes(
+    applied.task.state,
+  )
+  if (!applied.retried && !failedTerminally) return { tasks: next, changed, stop }
+
+  for (const [i, sibling] of next.entries()) {
+    if (sibling.index === index || isTerminalTask(sibling.state)) continue
+    if (applied.retried) {
+      if (!isLive(sibling.state)) continue
+      const live = currentAttempt(sibling)
+      next[i] = {
+        ...sibling,
+        state: "PENDING",
+        updatedAt: nowIso,
+        attempts: endAttempt(sibling, "KILLED", nowIso, { reason: "gang_retry" }),
+      }
+      if (live) stop.push(live.attemptUid)
+    } else {
+      const result = applyOutcome(
+        sibling,
+        { kind: "cosched_failed", reason: "gang_member_failed" },
+        policy,
+        nowIso,
+      )
+      next[i] = result.task
+      stop.push(...result.stop)
+    }
+    changed.push(sibling.index)
+  }
+  return { tasks: next, changed, stop }
+}
+
+/** A new task in its initial state. */
+export function newTask(index: number, nowIso: string): Task {
+  return { index, state: "PENDING", attempts: [], failureCount: 0, preemptionCount: 0, updatedAt: nowIso }
+}
+
+export { TerminalTaskStates }

@@ -1,0 +1,234 @@
+/**
+ * The local control plane: the same API, schedule consumer and ticks as the deployed one, on
+ * `@hono/node-server` with embedded dynalite and fauxqs and timers in place of the crons. It reads no
+ * environment itself: `functions/local.ts` turns the environment into these options.
+ *
+ * Steps: 1. data folder and its lock; 2. embedded servers, table and queues; 3. runtime; 4. bootstrap
+ * (default project, admin key, CLI profile); 5. HTTP server; 6. schedule consumer and tick timers.
+ */
+import { randomBytes } from "node:crypto"
+import { existsSync } from "node:fs"
+import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises"
+import { join } from "node:path"
+import { serve } from "@hono/node-server"
+import { createApp } from "../api/app"
+import { handleScheduleBatch } from "../control/schedule"
+import { autoscaleTick, reconcileTick, tickWhileBusy } from "../control/ticks"
+import { ensureQueues, SqsQueue } from "../queue/sqs"
+import { createRuntime, type Runtime } from "../runtime"
+import { FileSecrets } from "../secrets/files"
+import { DynamoStore, ensureTable } from "../store/dynamo"
+import type { Logger } from "../util/logger"
+import { dynamoClient, type Embedded, sqsClient, startDynalite, startFauxqs } from "./servers"
+
+export interface LocalOptions {
+  /** Folder for state, secrets and the admin key. Created when missing. */
+  dataDir: string
+  host: string
+  /** 0 picks a free port. */
+  port: number
+  logger: Logger
+  /** Use this admin key instead of a generated one. */
+  adminKey?: string
+  /** Where the CLI's config lives; a `local` profile is written there. Undefined: write none. */
+  cliConfigDir?: string
+  /** Tick periods, ms. */
+  reconcileEveryMs?: number
+  autoscaleEveryMs?: number
+}
+
+export interface LocalControlPlane {
+  url: string
+  adminKey: string
+  /** True when this start made the admin key (first start). */
+  adminKeyCreated: boolean
+  runtime: Runtime
+  stop(): Promise<void>
+}
+
+const TableName = "swarmplane-local"
+const QueueName = "swarmplane-schedule"
+
+async function acquireLock(dataDir: string): Promise<string> {
+  const lock = join(dataDir, "control-plane.pid")
+  if (existsSync(lock)) {
+    const pid = Number((await readFile(lock, "utf8")).trim())
+    let alive = false
+    try {
+      if (pid > 0 && pid !== process.pid) {
+        process.kill(pid, 0)
+        alive = true
+      }
+    } catch {}
+    if (alive)
+      throw new Error(
+        `another local control plane (pid ${pid}) uses ${dataDir}; stop it, or set SWARMPLANE_DATA_DIR to another folder`,
+      )
+  }
+  await writeFile(lock, `${process.pid}\n`)
+  return lock
+}
+
+async function readOrCreate(file: string, make: () => string): Promise<{ value: string; created: boolean }> {
+  if (existsSync(file)) return { value: (await readFile(file, "utf8")).trim(), created: false }
+  const value = make()
+  await writeFile(file, `${value}\n`, { mode: 0o600 })
+  return { value, created: true }
+}
+
+/** Write (or update) the CLI's `local` profile, keeping other profiles. */
+async function writeCliProfile(dir: string, api: string, key: string): Promise<string> {
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  const file = join(dir, "config.json")
+  let config: { currentProfile?: string; profiles?: Record<string, { api: string; key: string }> } = {}
+  try {
+    config = JSON.parse(await readFile(file, "utf8"))
+  } catch {}
+  config.profiles = { ...config.profiles, local: { api, key } }
+  config.currentProfile ??= "local"
+  await writeFile(file, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 })
+  await chmod(file, 0o600)
+  return file
+}
+
+/** A loop that runs `body` every `everyMs` without overlapping itself, until stopped. */
+function every(everyMs: number, body: () => Promise<void>, logger: Logger) {
+  let stopped = false
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<void> = Promise.resolve()
+  const run = () => {
+    if (stopped) return
+    running = body()
+      .catch((error) =>
+        logger.error(`loop failed: ${error instanceof Error ? error.message : String(error)}`),
+      )
+      .finally(() => {
+        if (!stopped) timer = setTimeout(run, everyMs)
+      })
+  }
+  timer = setTimeout(run, 0)
+  return async () => {
+    stopped = true
+    clearTimeout(timer)
+    await running
+  }
+}
+
+export async function startLocalControlPlane(options: LocalOptions): Promise<LocalControlPlane> {
+  const { logger } = options
+  const stops: (() => Promise<void>)[] = []
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => {})
+  }
+  try {
+    // 1. Data folder and lock.
+    await mkdir(join(options.dataDir, "dynamo"), { recursive: true })
+    await mkdir(join(options.dataDir, "secrets"), { recursive: true, mode: 0o700 })
+    const lock = await acquireLock(options.dataDir)
+    stops.push(() => rm(lock, { force: true }))
+
+    // 2. Embedded servers, table and queues.
+    const dynalite: Embedded = await startDynalite(join(options.dataDir, "dynamo"))
+    stops.push(() => dynalite.stop())
+    const fauxqs: Embedded = await startFauxqs()
+    stops.push(() => fauxqs.stop())
+    const dynamo = dynamoClient(dynalite.endpoint)
+    const sqs = sqsClient(fauxqs.endpoint)
+    stops.push(async () => {
+      dynamo.destroy()
+      sqs.destroy()
+    })
+    await ensureTable(dynamo, TableName)
+    const { queueUrl } = await ensureQueues(sqs, { name: QueueName, maxReceiveCount: 5, visibilityS: 30 })
+
+    // 3. Runtime.
+    const pepper = (
+      await readOrCreate(join(options.dataDir, "secrets", "api-pepper"), () =>
+        randomBytes(32).toString("base64url"),
+      )
+    ).value
+    const runtime = createRuntime({
+      store: DynamoStore({ client: dynamo, tableName: TableName }),
+      queue: SqsQueue({ client: sqs, queueUrl }),
+      logger,
+      pepper,
+      secrets: FileSecrets(join(options.dataDir, "secrets")),
+    })
+
+    // 4. Bootstrap: the operator project and its admin key.
+    const { repos } = runtime
+    if (!(await repos.projects.get(runtime.operatorProject)))
+      await repos.projects.create(runtime.operatorProject, "Default project")
+    const keyFile = join(options.dataDir, "admin-key")
+    let adminKey = options.adminKey
+    let adminKeyCreated = false
+    if (!adminKey && existsSync(keyFile)) {
+      const saved = (await readFile(keyFile, "utf8")).trim()
+      if (await repos.projects.verifyKey(saved)) adminKey = saved
+    }
+    if (!adminKey) adminKeyCreated = true
+    const created = await repos.projects.createKey(runtime.operatorProject, "admin", {
+      name: "local admin key",
+      ...(adminKey ? { key: adminKey } : {}),
+    })
+    adminKey = created.key
+    await writeFile(keyFile, `${adminKey}\n`, { mode: 0o600 })
+
+    // 5. HTTP server.
+    const app = createApp(runtime)
+    const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, hostname: options.host, port: options.port }, () => resolve(s))
+      s.once("error", (error: NodeJS.ErrnoException) =>
+        reject(
+          error.code === "EADDRINUSE"
+            ? new Error(
+                `port ${options.port} on ${options.host} is in use: stop the other process or set SWARMPLANE_PORT`,
+              )
+            : error,
+        ),
+      )
+    })
+    stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
+    const address = server.address()
+    const port = typeof address === "object" && address ? address.port : options.port
+    const url = `http://${options.host}:${port}`
+    if (options.cliConfigDir) await writeCliProfile(options.cliConfigDir, url, adminKey)
+
+    // 6. Schedule consumer and ticks.
+    const queue = runtime.queue
+    stops.push(
+      every(
+        0,
+        async () => {
+          const messages = await queue.receive({ max: 10, waitS: 1 })
+          if (!messages.length) return
+          const { retry } = await handleScheduleBatch(runtime, messages)
+          await queue.delete(messages.filter((m) => !retry.includes(m.id)).map((m) => m.receipt))
+        },
+        logger,
+      ),
+    )
+    const reconcileEvery = options.reconcileEveryMs ?? 5_000
+    stops.push(
+      every(
+        reconcileEvery,
+        async () => {
+          await tickWhileBusy(runtime, reconcileTick, {
+            deadlineMs: Date.now() + reconcileEvery,
+            intervalMs: reconcileEvery,
+            marginMs: 0,
+          })
+        },
+        logger,
+      ),
+    )
+    stops.push(
+      every(options.autoscaleEveryMs ?? 15_000, async () => void (await autoscaleTick(runtime)), logger),
+    )
+
+    return { url, adminKey, adminKeyCreated, runtime, stop: stopAll }
+  } catch (error) {
+    await stopAll()
+    throw error
+  }
+}

@@ -1,0 +1,11 @@
+/** The domain model: zod schemas (with descriptions, bounds and OpenAPI names) and their types. */
+export * from "./api"
+export * from "./backend"
+export * from "./common"
+export * from "./event"
+export * from "./job"
+export * from "./limits"
+export * from "./project"
+export * from "./states"
+export * from "./swarm"
+export * from "./worker"

@@ -1,0 +1,172 @@
+/**
+ * Jobs, tasks and attempts. A job is N tasks (shards); each task is tried by attempts, each named by
+ * an `attemptUid` minted and persisted before anything is submitted. Job status is derived from the
+ * tasks (control/job-status.ts).
+ */
+import { z } from "@hono/zod-openapi"
+import { Command, Constraint, Env, Image, Labels, Name, Preference, Resources, Timestamp } from "./common"
+import { Limits } from "./limits"
+import { AttemptState, JobStatus, Priority, TaskState } from "./states"
+
+export const JobSpec = z
+  .object({
+    name: Name.default("job").describe("Job name (not unique; the id is). A DNS label."),
+    swarm: Name.optional().describe(
+      "Swarm whose endpoint the tasks call; it reaches them as `SWARM_ENDPOINT`.",
+    ),
+    backendId: Name.optional().describe(
+      "Backend to run on; the swarm's, or the project's only backend, when absent.",
+    ),
+    image: Image.optional().describe("Container image; the backend's default runtime when absent."),
+    command: Command.describe(
+      'Command as an argv array, e.g. `["python", "infer.py"]`; no shell unless you write `["sh", "-c", "..."]`.',
+    ),
+    env: Env.default({}).describe(
+      "Environment of every task, besides `SHARD_ID`, `NSHARDS`, `SWARM_ENDPOINT`, `ATTEMPT_UID`.",
+    ),
+    resources: Resources.default({ cpu: 1, memoryMiB: 1024, gpu: 0 }).describe("Resources of each task."),
+    constraints: z
+      .array(Constraint)
+      .max(Limits.constraints)
+      .default([])
+      .describe("Attribute selectors every placement must match."),
+    preferences: z
+      .array(Preference)
+      .max(Limits.constraints)
+      .default([])
+      .describe("Soft preferences that rank placements."),
+    tasks: z
+      .number()
+      .int()
+      .min(1)
+      .max(Limits.tasksPerJob)
+      .default(1)
+      .describe(`Number of tasks (shards), 1..${Limits.tasksPerJob}.`),
+    coscheduling: z
+      .object({
+        groupBy: z
+          .string()
+          .max(Limits.attributeKeyLength)
+          .optional()
+          .describe("Attribute all tasks must share (e.g. `rack`); any placement when absent."),
+      })
+      .strict()
+      .optional()
+      .describe("Gang scheduling: all tasks are placed together or none is."),
+    priority: Priority.default("batch").describe("Priority band: `production` > `interactive` > `batch`."),
+    maxRetriesFailure: z
+      .number()
+      .int()
+      .min(0)
+      .max(100)
+      .default(0)
+      .describe("Retries of a task after it fails."),
+    maxRetriesPreemption: z
+      .number()
+      .int()
+      .min(0)
+      .max(1000)
+      .default(100)
+      .describe("Retries of a task after preemption or worker loss."),
+    maxTaskFailures: z
+      .number()
+      .int()
+      .min(0)
+      .max(Limits.tasksPerJob)
+      .default(0)
+      .describe("Failed tasks the job tolerates before it fails."),
+    schedulingTimeoutS: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 86_400)
+      .optional()
+      .describe("A task not placed within this time becomes UNSCHEDULABLE."),
+    timeLimitS: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 86_400)
+      .optional()
+      .describe("Wall-clock limit of each attempt."),
+    labels: Labels.default({}).describe("Free-form labels."),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    if (spec.maxTaskFailures > spec.tasks)
+      ctx.addIssue({
+        code: "custom",
+        path: ["maxTaskFailures"],
+        message: `must not exceed tasks (${spec.tasks})`,
+      })
+  })
+  .openapi("JobSpec")
+export type JobSpec = z.infer<typeof JobSpec>
+
+export const Attempt = z
+  .object({
+    attemptUid: z.string().describe("Unique id of this try; every substrate object is named from it."),
+    state: AttemptState.describe("State of this try."),
+    exitCode: z.number().int().optional().describe("Exit code, once finished."),
+    reason: z
+      .string()
+      .optional()
+      .describe("Why it ended, e.g. `exit_code`, `timeout`, `preempted`, `worker_lost`, `cancelled`."),
+    target: z
+      .string()
+      .optional()
+      .describe("Where it runs: a worker id, a Slurm job id, a pod or Lepton job name."),
+    createdAt: Timestamp.describe("When the attempt was minted."),
+    startedAt: Timestamp.optional().describe("When it started running."),
+    finishedAt: Timestamp.optional().describe("When it ended."),
+  })
+  .openapi("Attempt")
+export type Attempt = z.infer<typeof Attempt>
+
+export const Task = z
+  .object({
+    index: z.number().int().describe("Task index, 0..tasks-1; the task's `SHARD_ID`."),
+    state: TaskState.describe("Task state."),
+    pendingReason: z
+      .string()
+      .optional()
+      .describe("Why a PENDING task is not placed yet, e.g. `needs 8 gpu, largest free is 4`."),
+    attempts: z.array(Attempt).describe("Tries of this task, oldest first (the last is current)."),
+    failureCount: z.number().int().describe("Failures so far (against `maxRetriesFailure`)."),
+    preemptionCount: z
+      .number()
+      .int()
+      .describe("Preemptions and worker losses so far (against `maxRetriesPreemption`)."),
+    updatedAt: Timestamp.describe("When the task last changed."),
+  })
+  .openapi("Task")
+export type Task = z.infer<typeof Task>
+
+export const TaskCounts = z.partialRecord(TaskState, z.number().int()).openapi("TaskCounts")
+export type TaskCounts = z.infer<typeof TaskCounts>
+
+export const Job = z
+  .object({
+    id: z.string().describe("Job id."),
+    project: Name.describe("Project the job belongs to."),
+    spec: JobSpec.describe("What was submitted (with defaults filled in)."),
+    backendId: Name.describe("Backend the job runs on."),
+    status: JobStatus.describe("PENDING, RUNNING, SUCCEEDED, FAILED or CANCELLED, derived from the tasks."),
+    counts: TaskCounts.describe("Tasks per state."),
+    cancelRequested: z.boolean().describe("True once cancel was asked for."),
+    message: z.string().optional().describe("Latest detail, e.g. why the job failed."),
+    createdAt: Timestamp.describe("When the job was submitted."),
+    updatedAt: Timestamp.describe("When it last changed."),
+    finishedAt: Timestamp.optional().describe("When it reached a final status."),
+  })
+  .openapi("Job")
+export type Job = z.infer<typeof Job>
+
+export const JobDetail = Job.extend({
+  tasks: z.array(Task).describe("The job's tasks with their attempts."),
+}).openapi("JobDetail")
+
+export const JobListQuery = z.object({
+  status: JobStatus.optional().describe("Only jobs with this status."),
+  swarm: Name.optional().describe("Only jobs against this swarm."),
+})

@@ -1,0 +1,202 @@
+/**
+ * Swarms: N replicas of an OpenAI-compatible model server behind one endpoint. The spec is what the
+ * user asks for; the swarm read back adds the phase, the endpoint, replica states and the persisted
+ * `ServingHandle` (everything a later, different process needs to find the deployment again).
+ */
+import { z } from "@hono/zod-openapi"
+import { Command, Env, Image, Labels, Name, Timestamp } from "./common"
+import { Limits } from "./limits"
+import { SwarmDesired, SwarmPhase } from "./states"
+
+const path = z
+  .string()
+  .max(256)
+  .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, { message: "an absolute URL path such as `/health`" })
+
+export const Autoscaling = z
+  .object({
+    minReplicas: z.number().int().min(0).max(Limits.replicasPerSwarm).describe("Replicas at least."),
+    maxReplicas: z.number().int().min(1).max(Limits.replicasPerSwarm).describe("Replicas at most."),
+    targetInflightPerReplica: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(32)
+      .describe("Concurrent requests per replica the autoscaler aims for."),
+    scaleDownDelayS: z
+      .number()
+      .int()
+      .min(0)
+      .max(86_400)
+      .default(300)
+      .describe("Low load this long before removing a replica."),
+  })
+  .strict()
+  .refine((a) => a.minReplicas <= a.maxReplicas, {
+    message: "minReplicas must not exceed maxReplicas",
+    path: ["minReplicas"],
+  })
+  .openapi("SwarmAutoscaling")
+
+/** Backend-specific serving options; only the member for the swarm's backend type is used. */
+export const ServingOptions = z
+  .object({
+    slurm: z
+      .object({
+        partition: z
+          .string()
+          .max(128)
+          .optional()
+          .describe("Partition for the replicas; the backend's when absent."),
+        timeLimit: z.string().max(32).optional().describe("Time limit of the replica and router jobs."),
+        routerPort: z
+          .number()
+          .int()
+          .min(1024)
+          .max(65535)
+          .optional()
+          .describe("Port of the router on its node."),
+      })
+      .strict()
+      .optional()
+      .describe("Options for `slurm` backends."),
+    lepton: z
+      .object({
+        resourceShape: z
+          .string()
+          .max(64)
+          .optional()
+          .describe("Resource shape of each replica; the backend's when absent."),
+      })
+      .strict()
+      .optional()
+      .describe("Options for `lepton` backends."),
+    eks: z
+      .object({
+        serviceType: z
+          .enum(["ClusterIP", "LoadBalancer"])
+          .default("ClusterIP")
+          .describe("Kubernetes Service type in front of the replicas."),
+      })
+      .strict()
+      .optional()
+      .describe("Options for `eks` backends."),
+    workers: z
+      .object({
+        scaleGroup: Name.optional().describe("Scale group to run the replicas in; any when absent."),
+      })
+      .strict()
+      .optional()
+      .describe("Options for `workers` backends."),
+  })
+  .strict()
+  .openapi("ServingOptions")
+
+export const SwarmSpec = z
+  .object({
+    name: Name.describe("Swarm name, unique in the project; a DNS label such as `llama-70b`."),
+    model: z
+      .string()
+      .min(1)
+      .max(256)
+      .describe(
+        "Model to serve, e.g. `meta-llama/Llama-3.1-8B-Instruct`, or `echo` for the built-in test server.",
+      ),
+    replicas: z
+      .number()
+      .int()
+      .min(0)
+      .max(Limits.replicasPerSwarm)
+      .default(1)
+      .describe("Number of model server replicas."),
+    gpusPerReplica: z.number().int().min(0).max(Limits.gpusPerTask).default(0).describe("GPUs per replica."),
+    cpusPerReplica: z.number().positive().max(1024).default(1).describe("CPU cores per replica."),
+    memoryMiBPerReplica: z
+      .number()
+      .int()
+      .positive()
+      .max(16 * 1024 * 1024)
+      .default(4096)
+      .describe("Memory per replica, MiB."),
+    image: Image.optional().describe(
+      "Container image of the model server; the backend's default when absent.",
+    ),
+    command: Command.optional().describe(
+      "Model server command (argv); a vLLM-style server of `model` when absent.",
+    ),
+    args: z
+      .array(z.string().max(Limits.commandArgLength))
+      .max(Limits.commandArgs)
+      .default([])
+      .describe("Extra arguments appended to the command."),
+    env: Env.default({}).describe("Environment of each replica."),
+    port: z.number().int().min(1).max(65535).default(8000).describe("Port the model server listens on."),
+    healthPath: path.default("/health").describe("Path that answers 200 when a replica is ready."),
+    backendId: Name.optional().describe("Backend to run on; the project's only backend when absent."),
+    serving: ServingOptions.default({}).describe("Backend-specific serving options."),
+    autoscaling: Autoscaling.optional().describe("Replica autoscaling; a fixed `replicas` when absent."),
+    labels: Labels.default({}).describe("Free-form labels."),
+  })
+  .strict()
+  .openapi("SwarmSpec")
+export type SwarmSpec = z.infer<typeof SwarmSpec>
+
+export const ServingHandle = z
+  .object({
+    id: z.string().describe("The platform's identifier of the deployment."),
+    url: z.string().describe("Base URL of the endpoint; empty until ready."),
+    meta: z
+      .record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]))
+      .describe(
+        "Job ids, nodes, ports: whatever the backend needs to find the deployment again. Never secrets.",
+      ),
+  })
+  .openapi("ServingHandle")
+export type ServingHandle = z.infer<typeof ServingHandle>
+
+export const ReplicaStatus = z
+  .object({
+    index: z.number().int().describe("Replica index."),
+    state: z
+      .string()
+      .describe("Replica state as the backend reports it (e.g. `PENDING`, `RUNNING`, `READY`)."),
+    url: z.string().optional().describe("Address of the replica, where known."),
+    message: z.string().optional().describe("Detail, e.g. a pending reason."),
+  })
+  .openapi("ReplicaStatus")
+
+export const Swarm = SwarmSpec.extend({
+  project: Name.describe("Project the swarm belongs to."),
+  phase: SwarmPhase.describe(
+    "Where the deployment is: PENDING, INITIALIZING, RUNNING, FAILED, STOPPED or UNKNOWN.",
+  ),
+  desired: SwarmDesired.describe("`running`, or `deleted` after DELETE until it is STOPPED."),
+  url: z.string().optional().describe("The swarm's single endpoint (OpenAI-compatible), once known."),
+  generation: z.number().int().describe("Increments on every spec change."),
+  replicaStatus: z
+    .object({
+      ready: z.number().int().describe("Replicas that pass their health check."),
+      total: z.number().int().describe("Replicas asked for."),
+      items: z.array(ReplicaStatus).describe("Per-replica state."),
+    })
+    .describe("Replica readiness."),
+  handle: ServingHandle.optional().describe("Where the deployment is, once created."),
+  message: z.string().optional().describe("Latest detail from the backend (an error, a pending reason)."),
+  createdAt: Timestamp.describe("When the swarm was first created."),
+  updatedAt: Timestamp.describe("When it last changed."),
+}).openapi("Swarm")
+export type Swarm = z.infer<typeof Swarm>
+
+export const SwarmGetQuery = z.object({
+  wait: SwarmPhase.optional().describe(
+    "Wait until the swarm reaches this phase (or a terminal one) before answering.",
+  ),
+  timeoutS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(25)
+    .default(20)
+    .describe("How long to wait, seconds (at most 25)."),
+})

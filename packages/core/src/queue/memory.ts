@@ -1,0 +1,132 @@
+/**
+ * In-memory ScheduleQueue with SQS semantics, for unit tests and the single-process local control
+ * plane: visibility timeouts measured on an injected clock, receive counts, and a dead-letter list a
+ * message moves to once it has been received `maxReceiveCount` times without being deleted.
+ */
+import { randomUUID } from "node:crypto"
+import { type Clock, systemClock } from "../util/clock"
+import type { ReceivedMessage, ReceiveOptions, ScheduleQueue, ScheduleRequest } from "./port"
+
+export interface MemoryQueueOptions {
+  /** Receives before a message is dead-lettered. Default 5. */
+  maxReceiveCount?: number
+  /** Visibility timeout when `receive` does not pass one, seconds. Default 30 (SQS's default). */
+  visibilityS?: number
+  clock?: Clock
+}
+
+/** A message as the queue holds it, for inspection by tests. */
+export interface QueuedMessage {
+  id: string
+  body: string
+  receiveCount: number
+  /** Clock time (ms) from which the message can be received; at or before now means visible. */
+  visibleAt: number
+}
+
+export interface MemoryQueue extends ScheduleQueue {
+  /** Messages still in the queue, visible or in flight, in send order. */
+  pending(): QueuedMessage[]
+  /** Messages moved to the dead-letter list, in the order they were moved. */
+  deadLetters(): QueuedMessage[]
+}
+
+interface Entry extends QueuedMessage {
+  /** Receipt of the latest receive; older receipts no longer act on the message, as in SQS. */
+  receipt?: string
+}
+
+export function MemoryQueue(opts: MemoryQueueOptions = {}): MemoryQueue {
+  const maxReceiveCount = opts.maxReceiveCount ?? 5
+  const defaultVisibilityS = opts.visibilityS ?? 30
+  const clock = opts.clock ?? systemClock
+  // Map keeps insertion order, so delivery follows send order, which keeps tests readable.
+  const messages = new Map<string, Entry>()
+  const byReceipt = new Map<string, string>()
+  const dead: QueuedMessage[] = []
+
+  const snapshot = ({ id, body, receiveCount, visibleAt }: Entry): QueuedMessage => ({
+    id,
+    body,
+    receiveCount,
+    visibleAt,
+  })
+
+  /** The entry a receipt currently controls, if it still is the message's latest receipt. */
+  function held(receipt: string): Entry | undefined {
+    const id = byReceipt.get(receipt)
+    const entry = id === undefined ? undefined : messages.get(id)
+    return entry?.receipt === receipt ? entry : undefined
+  }
+
+  function forget(entry: Entry): void {
+    if (entry.receipt !== undefined) byReceipt.delete(entry.receipt)
+    messages.delete(entry.id)
+  }
+
+  /**
+   * Dead-letter visible messages that used up their receives. SQS does this when it would deliver
+   * the message again; doing it on every observation gives the same answers without timers.
+   */
+  function sweep(now: number): void {
+    for (const entry of [...messages.values()]) {
+      if (entry.visibleAt <= now && entry.receiveCount >= maxReceiveCount) {
+        forget(entry)
+        dead.push(snapshot(entry))
+      }
+    }
+  }
+
+  return {
+    async send(requests: ScheduleRequest[]): Promise<void> {
+      const now = clock.now()
+      for (const request of requests) {
+        const id = randomUUID()
+        messages.set(id, { id, body: JSON.stringify(request), receiveCount: 0, visibleAt: now })
+      }
+    },
+
+    // No long poll: there is no other producer in this process to wait for, so `waitS` is ignored.
+    async receive(options: ReceiveOptions = {}): Promise<ReceivedMessage[]> {
+      const now = clock.now()
+      sweep(now)
+      const visibleAt = now + (options.visibilityS ?? defaultVisibilityS) * 1000
+      const out: ReceivedMessage[] = []
+      for (const entry of messages.values()) {
+        if (out.length >= (options.max ?? 10)) break
+        if (entry.visibleAt > now) continue
+        if (entry.receipt !== undefined) byReceipt.delete(entry.receipt)
+        entry.receipt = randomUUID()
+        entry.receiveCount += 1
+        entry.visibleAt = visibleAt
+        byReceipt.set(entry.receipt, entry.id)
+        out.push({ id: entry.id, receipt: entry.receipt, body: entry.body, receiveCount: entry.receiveCount })
+      }
+      return out
+    },
+
+    async delete(receipts: string[]): Promise<void> {
+      for (const receipt of receipts) {
+        const entry = held(receipt)
+        if (entry) forget(entry)
+        else byReceipt.delete(receipt)
+      }
+    },
+
+    // A receipt that no longer holds the message (deleted, or received again since) is left alone.
+    async release(receipt: string): Promise<void> {
+      const entry = held(receipt)
+      if (entry) entry.visibleAt = Math.min(entry.visibleAt, clock.now())
+    },
+
+    pending(): QueuedMessage[] {
+      sweep(clock.now())
+      return [...messages.values()].map(snapshot)
+    },
+
+    deadLetters(): QueuedMessage[] {
+      sweep(clock.now())
+      return dead.map((m) => ({ ...m }))
+    },
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The runtime every entry point builds once per process (in Lambda: per cold start): the repositories
+ * over a store, the queue, clock, logger and secrets. `functions/deps.ts` builds it from the deployed
+ * resources; `functions/local.ts` from the embedded servers; tests from memory adapters.
+ */
+import type { ApiDeps } from "./api/context"
+import type { ScheduleQueue } from "./queue/port"
+import { Repos } from "./store"
+import type { StateStore } from "./store/port"
+import { type Clock, systemClock } from "./util/clock"
+import type { Logger } from "./util/logger"
+
+/** Resolves the secrets backend configs name (`sshKeySecret`, `tokenSecret`). Never logs values. */
+export interface Secrets {
+  /** The secret's value; throws a `VisibleError` (`secret.not_found`) naming the secret when absent. */
+  get(name: string): Promise<string>
+}
+
+export interface Runtime extends ApiDeps {
+  secrets: Secrets
+}
+
+export interface RuntimeOptions {
+  store: StateStore
+  queue: ScheduleQueue
+  logger: Logger
+  pepper: string
+  secrets: Secrets
+  clock?: Clock
+  version?: string
+  operatorProject?: string
+}
+
+export const Version = "0.1.0"
+export const DefaultOperatorProject = "default"
+
+export function createRuntime(options: RuntimeOptions): Runtime {
+  const clock = options.clock ?? systemClock
+  return {
+    repos: Repos(options.store, clock, options.logger, options.pepper),
+    queue: options.queue,
+    clock,
+    logger: options.logger,
+    pepper: options.pepper,
+    secrets: options.secrets,
+    version: options.version ?? Version,
+    operatorProject: options.operatorProject ?? DefaultOperatorProject,
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Event log: every state change is written as an event item beside the object it is about (same
+ * partition, sk `E#<time-sortable id>`), kept for `EventRetentionDays`, and logged as one readable line.
+ */
+import type { Event } from "../model/event"
+import type { Clock } from "../util/clock"
+import { iso } from "../util/clock"
+import { newId } from "../util/ids"
+import type { Logger } from "../util/logger"
+import { Keys } from "./keys"
+import type { Page, StateStore } from "./port"
+
+export const EventRetentionDays = 30
+
+export type NewEvent = Omit<Event, "id" | "at">
+
+/** One readable line, e.g. `job job-01k… PENDING → RUNNING (placed)`. */
+export function formatEvent(project: string, e: NewEvent): string {
+  const change = e.from && e.from !== e.to ? `${e.from} → ${e.to}` : e.to
+  return `${project} ${e.entity.kind} ${e.entity.id} ${change} (${e.reason}${e.message ? `: ${e.message}` : ""})`
+}
+
+export function EventLog(store: StateStore, clock: Clock, logger: Logger) {
+  return {
+    /** Write an event under partition `pk` and log it. */
+    async record(project: string, pk: string, event: NewEvent): Promise<Event> {
+      const now = clock.now()
+      const full: Event = { ...event, id: newId("ev", now), at: iso(now) }
+      await store.create({
+        ...Keys.event(pk, full.id),
+        type: "event",
+        data: full,
+        ttl: Math.floor(now / 1000) + EventRetentionDays * 86_400,
+      })
+      logger.info(formatEvent(project, event), {
+        project,
+        entity: event.entity,
+        to: event.to,
+        reason: event.reason,
+      })
+      return full
+    },
+
+    /** Events of one partition, oldest first. */
+    async list(
+      pk: string,
+      options: { limit?: number; cursor?: string } = {},
+    ): Promise<{ items: Event[]; cursor?: string }> {
+      const page: Page<Event> = await store.query<Event>(pk, { skPrefix: "E#", ...options })
+      return { items: page.items.map((i) => i.data), cursor: page.cursor }
+    },
+  }
+}
+export type EventLog = ReturnType<typeof EventLog>

@@ -1,0 +1,26 @@
+/** The repositories over a StateStore: one bundle the API and the control loop share. */
+import type { Clock } from "../util/clock"
+import type { Logger } from "../util/logger"
+import { Backends } from "./backends"
+import { EventLog } from "./events"
+import { Idempotency } from "./idempotency"
+import { Jobs } from "./jobs"
+import type { StateStore } from "./port"
+import { Projects } from "./projects"
+import { Swarms } from "./swarms"
+import { Workers } from "./workers"
+
+export function Repos(store: StateStore, clock: Clock, logger: Logger, pepper: string) {
+  const events = EventLog(store, clock, logger)
+  return {
+    store,
+    events,
+    projects: Projects(store, clock, pepper),
+    backends: Backends(store, clock, events),
+    swarms: Swarms(store, clock, events),
+    jobs: Jobs(store, clock, events),
+    workers: Workers(store, clock, events),
+    idempotency: Idempotency(store, clock),
+  }
+}
+export type Repos = ReturnType<typeof Repos>

@@ -1,0 +1,87 @@
+/**
+ * The single-table key scheme (DESIGN.md §5). Every key of every item is built here, so the layout
+ * can be read in one place:
+ *
+ * | item        | pk                         | sk              | gsi1 (active)                     | gsi2 (list)              |
+ * |-------------|----------------------------|-----------------|-----------------------------------|--------------------------|
+ * | project     | `PROJECTS`                 | `<p>`           |                                   |                          |
+ * | api key     | `KEY#<hmac>`               | `KEY`           |                                   | `P#<p>#KEYS` / id        |
+ * | backend     | `BACKENDS`                 | `<p>#<id>`      |                                   |                          |
+ * | swarm       | `P#<p>#SWARM#<name>`       | `A#SWARM`       | `ACTIVE#<p>#<b>#<n>` / `swarm#..` | `P#<p>#SWARMS` / name    |
+ * | job         | `P#<p>#JOB#<id>`           | `A#JOB`         | `ACTIVE#<p>#<b>#<n>` / `job#..`   | `P#<p>#JOBS` / id        |
+ * | task        | `P#<p>#JOB#<id>`           | `B#TASK#<00042>`| `ACTIVE#<p>#<b>#<n>` / `task#..`  |                          |
+ * | worker      | `P#<p>#WORKER#<id>`        | `A#WORKER`      |                                   | `P#<p>#WORKERS` / b#id   |
+ * | event       | (its object's pk)          | `E#<event id>`  |                                   |                          |
+ * | idempotency | `P#<p>#IDEM#<sha256(key)>` | `IDEM`          |                                   |                          |
+ *
+ * A job and its tasks share a partition, so `GET /v1/jobs/{id}` is one query (sk < `C`). Terminal
+ * items drop their gsi1 keys, so ticks read O(active), not O(history). The active index is spread
+ * over `ActiveShards` partitions per backend so one busy backend does not make a hot partition.
+ */
+import { createHash } from "node:crypto"
+import type { IndexKey, Key } from "./port"
+
+export const ActiveShards = 4
+
+/** Sort keys of a job partition: the job and its tasks sort before `C`; events after `E#`. */
+export const JobPartition = { headAndTasksBefore: "C", taskPrefix: "B#TASK#", eventPrefix: "E#" } as const
+
+const pad = (n: number) => n.toString().padStart(5, "0")
+
+function shardOf(id: string): number {
+  return createHash("sha1").update(id).digest()[0]! % ActiveShards
+}
+
+export const Keys = {
+  project: (p: string): Key => ({ pk: "PROJECTS", sk: p }),
+  projects: () => "PROJECTS",
+  apiKey: (hmac: string): Key => ({ pk: `KEY#${hmac}`, sk: "KEY" }),
+  backend: (p: string, id: string): Key => ({ pk: "BACKENDS", sk: `${p}#${id}` }),
+  backends: () => "BACKENDS",
+  backendEvents: (p: string, id: string) => `P#${p}#BACKEND#${id}`,
+  swarm: (p: string, name: string): Key => ({ pk: `P#${p}#SWARM#${name}`, sk: "A#SWARM" }),
+  job: (p: string, id: string): Key => ({ pk: `P#${p}#JOB#${id}`, sk: "A#JOB" }),
+  task: (p: string, jobId: string, index: number): Key => ({
+    pk: `P#${p}#JOB#${jobId}`,
+    sk: `${JobPartition.taskPrefix}${pad(index)}`,
+  }),
+  worker: (p: string, id: string): Key => ({ pk: `P#${p}#WORKER#${id}`, sk: "A#WORKER" }),
+  idempotency: (p: string, key: string): Key => ({
+    pk: `P#${p}#IDEM#${createHash("sha256").update(key).digest("hex")}`,
+    sk: "IDEM",
+  }),
+  event: (pk: string, eventId: string): Key => ({ pk, sk: `E#${eventId}` }),
+} as const
+
+export const ListIndex = {
+  keys: (p: string, id: string): IndexKey => ({ pk: `P#${p}#KEYS`, sk: id }),
+  keysOf: (p: string) => `P#${p}#KEYS`,
+  swarm: (p: string, name: string): IndexKey => ({ pk: `P#${p}#SWARMS`, sk: name }),
+  swarmsOf: (p: string) => `P#${p}#SWARMS`,
+  job: (p: string, id: string): IndexKey => ({ pk: `P#${p}#JOBS`, sk: id }),
+  jobsOf: (p: string) => `P#${p}#JOBS`,
+  worker: (p: string, backendId: string, id: string): IndexKey => ({
+    pk: `P#${p}#WORKERS`,
+    sk: `${backendId}#${id}`,
+  }),
+  workersOf: (p: string) => `P#${p}#WORKERS`,
+} as const
+
+/** Active-index keys. `ref` is the object's own id (swarm name, job id, `jobId#index` for tasks). */
+export const ActiveIndex = {
+  swarm: (p: string, backendId: string, name: string): IndexKey => ({
+    pk: `ACTIVE#${p}#${backendId}#${shardOf(name)}`,
+    sk: `swarm#${name}`,
+  }),
+  job: (p: string, backendId: string, jobId: string): IndexKey => ({
+    pk: `ACTIVE#${p}#${backendId}#${shardOf(jobId)}`,
+    sk: `job#${jobId}`,
+  }),
+  task: (p: string, backendId: string, jobId: string, index: number): IndexKey => ({
+    pk: `ACTIVE#${p}#${backendId}#${shardOf(`${jobId}#${index}`)}`,
+    sk: `task#${jobId}#${pad(index)}`,
+  }),
+  /** Every partition of one backend's active work. */
+  partitions: (p: string, backendId: string): string[] =>
+    Array.from({ length: ActiveShards }, (_, n) => `ACTIVE#${p}#${backendId}#${n}`),
+} as const

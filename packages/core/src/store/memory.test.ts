@@ -1,0 +1,4 @@
+import { storeContract } from "./contract"
+import { MemoryStore } from "./memory"
+
+storeContract("memory", async () => ({ store: MemoryStore() }))

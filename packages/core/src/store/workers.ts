@@ -1,0 +1,76 @@
+/** Workers of `workers` backends: registration, heartbeats (liveness) and listing. */
+import type { Worker } from "../model/worker"
+import type { Clock } from "../util/clock"
+import { iso } from "../util/clock"
+import { VisibleError } from "../util/errors"
+import { newId } from "../util/ids"
+import type { EventLog } from "./events"
+import { Keys, ListIndex } from "./keys"
+import { mutate, queryAll, type StateStore } from "./port"
+
+export type NewWorker = Omit<Worker, "id" | "project" | "health" | "lastSeen" | "registeredAt">
+
+export function Workers(store: StateStore, clock: Clock, events: EventLog) {
+  return {
+    async register(project: string, input: NewWorker): Promise<Worker> {
+      const now = clock.now()
+      const worker: Worker = {
+        ...input,
+        id: newId("w", now),
+        project,
+        health: "healthy",
+        lastSeen: iso(now),
+        registeredAt: iso(now),
+      }
+      await store.create({
+        ...Keys.worker(project, worker.id),
+        type: "worker",
+        data: worker,
+        list: ListIndex.worker(project, worker.backendId, worker.id),
+      })
+      await events.record(project, Keys.worker(project, worker.id).pk, {
+        entity: { kind: "worker", id: worker.id },
+        to: "healthy",
+        reason: "registered",
+        message: `${worker.backendId}${worker.scaleGroup ? `/${worker.scaleGroup}` : ""}${worker.name ? ` on ${worker.name}` : ""}`,
+      })
+      return worker
+    },
+
+    /**
+     * Record a heartbeat. A worker already marked dead is told so (410): its attempts were requeued, and
+     * it must register again rather than come back silently.
+     */
+    async heartbeat(project: string, id: string): Promise<Worker | undefined> {
+      let dead = false
+      const updated = await mutate<Worker>(store, Keys.worker(project, id), (item) => {
+        if (item.data.health === "dead") {
+          dead = true
+          return undefined
+        }
+        return { ...item, data: { ...item.data, health: "healthy", lastSeen: iso(clock.now()) } }
+      })
+      if (dead)
+        throw new VisibleError("worker.dead", `worker "${id}" was declared dead; register again`, 410, {
+          workerId: id,
+        })
+      return updated?.data
+    },
+
+    async get(project: string, id: string): Promise<Worker | undefined> {
+      return (await store.get<Worker>(Keys.worker(project, id)))?.data
+    },
+
+    /** Workers of a project, or of one backend. */
+    async list(project: string, backendId?: string): Promise<Worker[]> {
+      const items = await queryAll((cursor) =>
+        store.queryIndex<Worker>("list", ListIndex.workersOf(project), {
+          cursor,
+          ...(backendId ? { skPrefix: `${backendId}#` } : {}),
+        }),
+      )
+      return items.map((i) => i.data)
+    },
+  }
+}
+export type Workers = ReturnType<typeof Workers>

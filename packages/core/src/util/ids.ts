@@ -1,0 +1,38 @@
+/** Identifiers: lowercase, DNS-safe, time-sortable (so listings by id follow creation order). */
+import { createHash, randomBytes } from "node:crypto"
+
+const alphabet = "0123456789abcdefghjkmnpqrstvwxyz" // Crockford base32, lowercase
+
+function encodeTime(ms: number, length = 10): string {
+  let out = ""
+  let value = Math.max(0, Math.floor(ms))
+  for (let i = 0; i < length; i++) {
+    out = alphabet[value % 32] + out
+    value = Math.floor(value / 32)
+  }
+  return out
+}
+
+function encodeBytes(bytes: Uint8Array, length: number): string {
+  let out = ""
+  for (let i = 0; i < length; i++) out += alphabet[(bytes[i] ?? 0) % 32]
+  return out
+}
+
+/** `prefix-<10 time chars><10 random chars>`, e.g. `job-01kb2x9q3vd4m8n0c2hz7a`. */
+export function newId(prefix: string, nowMs: number): string {
+  return `${prefix}-${encodeTime(nowMs)}${encodeBytes(randomBytes(10), 10)}`
+}
+
+/**
+ * Like `newId`, but the same (`ms`, `seed`) always gives the same id. An idempotent request reuses its
+ * seed when it is retried, so a retry after a crash finds the object the first try began.
+ */
+export function seededId(prefix: string, ms: number, seed: string): string {
+  return `${prefix}-${encodeTime(ms)}${encodeBytes(createHash("sha256").update(seed).digest(), 10)}`
+}
+
+/** A random secret in base64url (no padding). */
+export function randomToken(bytes = 32): string {
+  return randomBytes(bytes).toString("base64url")
+}

