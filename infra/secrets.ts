@@ -1,0 +1,55 @@
+/**
+ * Secrets: the SST-managed API pepper, and the SSM Parameter Store prefix under which the
+ * per-backend secrets named in backend configs (`sshKeySecret`, `tokenSecret`) live.
+ *
+ * Backend secrets are created by operators, not by this app, one SecureString per name:
+ *   aws ssm put-parameter --type SecureString --name /swarmplane/<stage>/secrets/<name> --value ...
+ * Functions receive the prefix as `SWARMPLANE_SECRETS_PREFIX` and read-only access to the
+ * parameters under it; `functions/deps.ts` resolves names at runtime.
+ */
+
+/** HMAC pepper for API key hashes. Set with `sst secret set ApiPepper <value> --stage <stage>`. */
+export const pepper = new sst.Secret("ApiPepper")
+
+/**
+ * SSM path of backend secrets, `/swarmplane/<stage>/secrets` (no trailing slash, the same
+ * form as the default in `functions/deps.ts`); a secret `<name>` is `<prefix>/<name>`.
+ */
+export const secretsPrefix = `/swarmplane/${$app.stage}/secrets`
+
+const region = aws.getRegionOutput().region
+const account = aws.getCallerIdentityOutput().accountId
+const { partition, dnsSuffix } = aws.getPartitionOutput()
+const pathArn = $interpolate`arn:${partition}:ssm:${region}:${account}:parameter${secretsPrefix}`
+
+/**
+ * IAM statements every function gets: read the parameters under the prefix, nothing else.
+ * `GetParametersByPath` is authorised against the path itself (no trailing slash), the other
+ * reads against each parameter. SecureStrings encrypted with the default `aws/ssm` key need no
+ * extra grant (its key policy allows every principal in the account); the `kms:Decrypt`
+ * statement, limited to calls made through SSM, lets an operator switch to a customer managed
+ * key whose policy delegates to IAM without redeploying code.
+ */
+export const secretsPermissions = [
+  {
+    actions: ["ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath"],
+    resources: [pathArn, $interpolate`${pathArn}/*`],
+  },
+  {
+    actions: ["kms:Decrypt"],
+    resources: [$interpolate`arn:${partition}:kms:${region}:${account}:key/*`],
+    conditions: [
+      {
+        test: "StringEquals",
+        variable: "kms:ViaService",
+        values: [$interpolate`ssm.${region}.${dnsSuffix}`],
+      },
+    ],
+  },
+]
+
+/** Environment every function gets; `functions/deps.ts` is the only reader. */
+export const functionEnvironment = {
+  SWARMPLANE_STAGE: $app.stage,
+  SWARMPLANE_SECRETS_PREFIX: secretsPrefix,
+}

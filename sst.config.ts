@@ -1,0 +1,31 @@
+/// <reference path="./.sst/platform/config.d.ts" />
+/**
+ * SST app for swarmplane. It only composes `infra/*`; each module creates its resources when
+ * imported, in dependency order. Production keeps its resources on `sst remove` (`removal: "retain"`).
+ */
+export default $config({
+  app(input) {
+    return {
+      name: "swarmplane",
+      removal: input?.stage === "production" ? "retain" : "remove",
+      home: "aws",
+      // Pinned: unpinned, `sst install` takes whatever @pulumi/aws is latest on npm that day, so
+      // types and deploys would drift between machines. 7.20.0 is what sst 4.17.1 ships with.
+      // After changing it, run `scripts/sst-typecheck.sh --reinstall`.
+      providers: { aws: "7.20.0" },
+    }
+  },
+  async run() {
+    await import("./infra/secrets")
+    const storage = await import("./infra/storage")
+    const queue = await import("./infra/queue")
+    const api = await import("./infra/api")
+    await import("./infra/ticks")
+
+    return {
+      api: api.api.url,
+      table: storage.table.name,
+      queue: queue.queue.url,
+    }
+  },
+})

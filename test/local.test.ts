@@ -1,0 +1,70 @@
+/**
+ * `npm start`'s control plane as a real process: it answers /health, bootstraps a project and an
+ * admin key once, keeps state across restarts in its data folder, honours SWARMPLANE_ADMIN_KEY, refuses
+ * a second instance on the same folder, and logs one line per state change.
+ */
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterEach, describe, expect, test } from "vitest"
+import { freshDirs as fresh, killStarted, type LocalProcess, startLocal } from "./support/local"
+
+afterEach(killStarted)
+
+const stopLocal = (s: LocalProcess) => s.stop()
+
+async function call(url: string, key: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  })
+  return { status: res.status, json: await res.json() }
+}
+
+describe("local control plane", () => {
+  test("first start prints the key it writes for the CLI; a restart keeps state and the key", async () => {
+    const env = fresh()
+    const first = await startLocal(env)
+    expect((await (await fetch(`${first.url}/health`)).json()).status).toBe("ok")
+    const key = readFileSync(join(env.SWARMPLANE_DATA_DIR, "admin-key"), "utf8").trim()
+    expect(first.output()).toContain(key)
+    const profile = JSON.parse(readFileSync(join(env.SWARMPLANE_CONFIG_DIR, "config.json"), "utf8"))
+    expect(profile.profiles.local).toEqual({ api: first.url, key })
+
+    expect((await call(first.url, key, "GET", "/v1/me")).json).toMatchObject({
+      project: "default",
+      role: "admin",
+      operator: true,
+    })
+    await call(first.url, key, "POST", "/v1/backends", { id: "local", config: { type: "workers" } })
+    expect((await call(first.url, key, "POST", "/v1/swarms", { name: "llm", model: "echo" })).status).toBe(
+      202,
+    )
+    expect(first.output()).toMatch(/default swarm llm PENDING \(created/)
+    expect(await stopLocal(first)).toBe(0)
+
+    const second = await startLocal(env)
+    expect(second.output()).not.toContain(key)
+    expect(second.output()).toContain("admin key in")
+    const swarm = await call(second.url, key, "GET", "/v1/swarms/llm")
+    expect(swarm.status).toBe(200)
+    expect(swarm.json).toMatchObject({ name: "llm", phase: "PENDING" })
+    expect(await stopLocal(second)).toBe(0)
+  })
+
+  test("SWARMPLANE_ADMIN_KEY sets the admin key and it is not printed", async () => {
+    const key = "sp_my-own-local-admin-key-0001"
+    const s = await startLocal({ ...fresh(), SWARMPLANE_ADMIN_KEY: key })
+    expect((await call(s.url, key, "GET", "/v1/me")).status).toBe(200)
+    expect(s.output()).not.toContain(key)
+    await stopLocal(s)
+  })
+
+  test("a second control plane on the same data folder is refused with the fix", async () => {
+    const env = fresh()
+    const first = await startLocal(env)
+    const second = startLocal(env)
+    await expect(second).rejects.toThrow(/another local control plane .* SWARMPLANE_DATA_DIR/)
+    await stopLocal(first)
+  })
+})

@@ -1,0 +1,58 @@
+/**
+ * The README works as written: the quick start is exactly the two commands, `.ci/run` runs the same
+ * test command, and the curl walk-through runs against a real local control plane (only `API` and
+ * `KEY` are pointed at the instance this test starts).
+ */
+import { execFileSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterEach, expect, test } from "vitest"
+import { freshDirs, killStarted, root, startLocal } from "./support/local"
+
+afterEach(killStarted)
+const readme = readFileSync(join(root, "README.md"), "utf8")
+
+function block(after: string): string {
+  const start = readme.indexOf(after)
+  expect(start, `README has a section "${after}"`).toBeGreaterThan(-1)
+  const match = /```sh\n([\s\S]*?)```/.exec(readme.slice(start))
+  return match?.[1] ?? ""
+}
+
+test("the quick start is exactly `npm start` and `npm test`, and .ci/run runs the same test command", () => {
+  const commands = block("## Quick start")
+    .split("\n")
+    .map((l) => l.replace(/#.*/, "").trim())
+    .filter(Boolean)
+  expect(commands).toEqual(["npm start", "npm test"])
+  const ci = readFileSync(join(root, ".ci/run"), "utf8")
+  expect(ci.split("\n").filter((l) => /^\s*npm test\s*$/.test(l))).toHaveLength(1)
+})
+
+test("the curl walk-through works as written", async () => {
+  const dirs = freshDirs()
+  const local = await startLocal(dirs)
+  try {
+    const url = local.url
+    const key = readFileSync(join(dirs.SWARMPLANE_DATA_DIR, "admin-key"), "utf8").trim()
+    const script = block("## Walk-through with curl")
+    expect(script).toMatch(/^API=http:\/\/127\.0\.0\.1:8787$/m)
+    expect(script).toMatch(/^KEY=\$\(cat \.swarmplane\/admin-key\)$/m)
+    const pointed = script.replace(/^API=.*$/m, `API=${url}`).replace(/^KEY=.*$/m, `KEY=${key}`)
+    const out = execFileSync("bash", ["-euo", "pipefail", "-c", pointed], { cwd: root, encoding: "utf8" })
+    expect(out).toMatch(/"status":"ok"/)
+    expect(out).toMatch(/"project":"default","role":"admin"/)
+    expect(out).toMatch(/"id":"local","project":"default","kind":"worker-daemon"/)
+    expect(out).toMatch(/"name":"demo".*"phase":"PENDING"/)
+    expect(out).toMatch(/^job job-[0-9a-z]+$/m)
+    expect(out).toMatch(/^0: PENDING\n1: PENDING\n2: PENDING\n3: PENDING$/m)
+    expect(out).toMatch(/^PENDING \{"PENDING":4\}$/m)
+    expect(out).toMatch(/"code":"request.invalid".*"path":"tasks"/)
+    expect(out).toMatch(/^CANCELLED$/m)
+    expect(out).toMatch(/^created -> PENDING\ncancel_requested -> PENDING\ncancelled -> CANCELLED$/m)
+    expect(out).toMatch(/^deleted STOPPED$/m)
+    expect(out).toMatch(/"code":"job.not_found"/)
+  } finally {
+    await local.stop()
+  }
+})

@@ -1,0 +1,64 @@
+/**
+ * Test support: the local control plane as a real process (`functions/local.ts`, what `npm start`
+ * runs after its install step), on a free port. Resolves once it prints its URL.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+export const root = join(import.meta.dirname, "..", "..")
+
+export interface LocalProcess {
+  child: ChildProcess
+  url: string
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string
+  exit: Promise<number | null>
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>
+}
+
+const started: ChildProcess[] = []
+
+/** Fresh data and CLI config folders. */
+export function freshDirs(): { SWARMPLANE_DATA_DIR: string; SWARMPLANE_CONFIG_DIR: string } {
+  const dir = mkdtempSync(join(tmpdir(), "swarmplane-local-"))
+  return { SWARMPLANE_DATA_DIR: join(dir, "data"), SWARMPLANE_CONFIG_DIR: join(dir, "config") }
+}
+
+export function startLocal(env: Record<string, string>): Promise<LocalProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "functions/local.ts"], {
+    cwd: root,
+    env: { ...process.env, SWARMPLANE_PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  })
+  started.push(child)
+  let out = ""
+  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString()
+      const url = /control plane on (http:\/\/[\d.]+:\d+)/.exec(out)?.[1]
+      if (url)
+        resolve({
+          child,
+          url,
+          output: () => out,
+          exit,
+          stop: () => {
+            child.kill("SIGTERM")
+            return exit
+          },
+        })
+    }
+    child.stdout.on("data", onData)
+    child.stderr.on("data", onData)
+    void exit.then((code) => reject(new Error(`exited with ${code} before it was ready:\n${out}`)))
+  })
+}
+
+/** Kill whatever a test left running. */
+export function killStarted(): void {
+  for (const child of started.splice(0)) if (child.exitCode === null) child.kill("SIGKILL")
+}
