@@ -101,6 +101,15 @@ describe("authentication and tenancy", () => {
       (await api.call("POST", "/v1/projects/default/keys", { key: keyB, body: { role: "admin" } })).status,
     ).toBe(404)
     expect((await api.call("POST", "/v1/projects", { key: keyB, body: { name: "team-c" } })).status).toBe(403)
+    // A cursor from A's listing does not page through A's jobs for B.
+    await api.call("POST", "/v1/jobs", { body: job() })
+    const cursorA = (await api.call("GET", "/v1/jobs?limit=1")).json.nextCursor
+    expect(cursorA).toBeTruthy()
+    const paged = await api.call("GET", `/v1/jobs?limit=1&cursor=${encodeURIComponent(cursorA)}`, {
+      key: keyB,
+    })
+    expect(paged.status).toBe(400)
+    expect(paged.json.error.code).toBe("request.invalid_cursor")
 
     // B's own swarm of the same name is its own object; A's is untouched.
     await api.call("POST", "/v1/backends", { key: keyB, body: workersBackend })
@@ -241,6 +250,12 @@ describe("bad input", () => {
       status: 400,
       code: "request.invalid",
       field: "query.status",
+    },
+    "forged cursor": {
+      path: "/v1/jobs?cursor=eyJwayI6IngifQ",
+      status: 400,
+      code: "request.invalid_cursor",
+      field: "query.cursor",
     },
   }
 

@@ -4,6 +4,7 @@
  */
 import type { Context } from "hono"
 import { HTTPException } from "hono/http-exception"
+import { InvalidCursorError } from "../store/port"
 import { VisibleError } from "../util/errors"
 import type { Logger } from "../util/logger"
 
@@ -15,6 +16,15 @@ export function onError(logger: Logger) {
   return (error: Error, c: Context): Response => {
     if (error instanceof VisibleError)
       return c.json(errorBody(error.code, error.message, error.details), error.status)
+    if (error instanceof InvalidCursorError)
+      return c.json(
+        errorBody(
+          "request.invalid_cursor",
+          "query.cursor: not a cursor of this listing; pass the nextCursor of the previous page",
+          [{ path: "query.cursor", message: "not a cursor of this listing" }],
+        ),
+        400,
+      )
     if (error instanceof HTTPException) {
       if (error.status === 400 && /malformed json/i.test(error.message))
         return c.json(

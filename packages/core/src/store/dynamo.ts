@@ -25,7 +25,7 @@ import {
 } from "@aws-sdk/lib-dynamodb"
 import { type Clock, systemClock } from "../util/clock"
 import { BackendError } from "../util/errors"
-import { compareUtf8 } from "./memory"
+import { compareUtf8, decodeCursor, encodeCursor } from "./cursor"
 import {
   type IndexName,
   InvalidCursorError,
@@ -314,41 +314,6 @@ function fromRow<T>(value: object): StoredItem<T> {
   if (row.gsi2pk !== undefined && row.gsi2sk !== undefined) item.list = { pk: row.gsi2pk, sk: row.gsi2sk }
   if (row.ttl !== undefined) item.ttl = row.ttl
   return item
-}
-
-function encodeCursor(lastEvaluatedKey: Record<string, unknown>): string {
-  return Buffer.from(JSON.stringify(lastEvaluatedKey)).toString("base64url")
-}
-
-/**
- * The ExclusiveStartKey a cursor stands for, accepted only when it has exactly this query's key
- * attributes, its partition key is this query's, and its sort key is inside the key condition.
- * DynamoDB itself would happily start in another partition's key space: this check is what keeps a
- * cursor from reading another tenant's partition.
- */
-function decodeCursor(
-  cursor: string,
-  keys: string[],
-  attrs: { pk: string; sk: string },
-  pk: string,
-  inRange: (sk: string) => boolean,
-): Record<string, string> {
-  let value: unknown
-  try {
-    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new InvalidCursorError()
-    value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
-  } catch {
-    throw new InvalidCursorError()
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new InvalidCursorError()
-  const record = value as Record<string, unknown>
-  const wellFormed =
-    Object.keys(record).length === keys.length &&
-    keys.every((k) => typeof record[k] === "string" && record[k] !== "") &&
-    record[attrs.pk] === pk &&
-    inRange(record[attrs.sk] as string)
-  if (!wellFormed) throw new InvalidCursorError()
-  return record as Record<string, string>
 }
 
 function chunk<T>(items: T[], size: number): T[][] {

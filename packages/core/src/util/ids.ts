@@ -19,9 +19,18 @@ function encodeBytes(bytes: Uint8Array, length: number): string {
   return out
 }
 
-/** `prefix-<10 time chars><10 random chars>`, e.g. `job-01kb2x9q3vd4m8n0c2hz7a`. */
+let lastMs = -1
+let sequence = 0
+
+/**
+ * `prefix-<10 time chars><4 sequence chars><6 random chars>`, e.g. `job-01kb2x9q3v0000d4m8n0`. Ids made
+ * by one process sort in the order they were made, even within one millisecond (events rely on it).
+ */
 export function newId(prefix: string, nowMs: number): string {
-  return `${prefix}-${encodeTime(nowMs)}${encodeBytes(randomBytes(10), 10)}`
+  const ms = Math.max(Math.floor(nowMs), lastMs)
+  sequence = ms === lastMs ? sequence + 1 : 0
+  lastMs = ms
+  return `${prefix}-${encodeTime(ms)}${encodeTime(sequence, 4)}${encodeBytes(randomBytes(6), 6)}`
 }
 
 /**

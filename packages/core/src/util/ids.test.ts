@@ -1,0 +1,20 @@
+import { expect, test } from "vitest"
+import { newId, seededId } from "./ids"
+
+test("ids made in one millisecond still sort in the order they were made", () => {
+  const ids = Array.from({ length: 500 }, () => newId("ev", 1_795_953_600_000))
+  expect([...ids].sort()).toEqual(ids)
+  expect(new Set(ids).size).toBe(500)
+})
+
+test("a clock that steps back does not break the order", () => {
+  const a = newId("ev", 2_000_000_000_000)
+  const b = newId("ev", 1_999_999_999_000)
+  expect([a, b].sort()).toEqual([a, b])
+})
+
+test("ids are DNS-safe and seeded ids repeat for the same seed", () => {
+  expect(newId("job", Date.now())).toMatch(/^job-[0-9a-z]{20}$/)
+  expect(seededId("job", 1000, "s")).toBe(seededId("job", 1000, "s"))
+  expect(seededId("job", 1000, "s")).not.toBe(seededId("job", 1000, "t"))
+})
