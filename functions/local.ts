@@ -56,7 +56,10 @@ try {
   logger.info(`try: curl ${plane.url}/health   docs: ${plane.url}/docs`)
   let stopping = false
   const stop = async (signal: string) => {
-    if (stopping) return
+    if (stopping) {
+      logger.info(`${signal} again: exiting now`)
+      process.exit(130)
+    }
     stopping = true
     logger.info(`${signal}: stopping`)
     await plane.stop()

@@ -3,7 +3,8 @@
  * per-backend secrets named in backend configs (`sshKeySecret`, `tokenSecret`) live.
  *
  * Backend secrets are created by operators, not by this app, one SecureString per name:
- *   aws ssm put-parameter --type SecureString --name /swarmplane/<stage>/secrets/<name> --value ...
+ *   aws ssm put-parameter --type SecureString --name /swarmplane/<stage>/secrets/<project>/<name> --value ...
+ * Names are scoped by project: a backend config of one project can only name that project's secrets.
  * Functions receive the prefix as `SWARMPLANE_SECRETS_PREFIX` and read-only access to the
  * parameters under it; `functions/deps.ts` resolves names at runtime.
  */
@@ -13,7 +14,7 @@ export const pepper = new sst.Secret("ApiPepper")
 
 /**
  * SSM path of backend secrets, `/swarmplane/<stage>/secrets` (no trailing slash, the same
- * form as the default in `functions/deps.ts`); a secret `<name>` is `<prefix>/<name>`.
+ * form as the default in `functions/deps.ts`); secret `<name>` of project `<p>` is `<prefix>/<p>/<name>`.
  */
 export const secretsPrefix = `/swarmplane/${$app.stage}/secrets`
 

@@ -49,7 +49,9 @@ test("the curl walk-through works as written", async () => {
     expect(out).toMatch(/^PENDING \{"PENDING":4\}$/m)
     expect(out).toMatch(/"code":"request.invalid".*"path":"tasks"/)
     expect(out).toMatch(/^CANCELLED$/m)
-    expect(out).toMatch(/^created -> PENDING\ncancel_requested -> PENDING\ncancelled -> CANCELLED$/m)
+    expect(out).toMatch(/^job job-\w+: created -> PENDING\njob job-\w+: cancel_requested -> PENDING\n/m)
+    expect(out).toMatch(/^task job-\w+\/3: cancelled -> KILLED$/m)
+    expect(out).toMatch(/^job job-\w+: cancelled -> CANCELLED$/m)
     expect(out).toMatch(/^deleted STOPPED$/m)
     expect(out).toMatch(/"code":"job.not_found"/)
   } finally {

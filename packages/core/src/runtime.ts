@@ -10,10 +10,13 @@ import type { StateStore } from "./store/port"
 import { type Clock, systemClock } from "./util/clock"
 import type { Logger } from "./util/logger"
 
-/** Resolves the secrets backend configs name (`sshKeySecret`, `tokenSecret`). Never logs values. */
+/**
+ * Resolves the secrets backend configs name (`sshKeySecret`, `tokenSecret`). Secrets are scoped by
+ * project: a config in project B can never name project A's secret. Never logs values.
+ */
 export interface Secrets {
   /** The secret's value; throws a `VisibleError` (`secret.not_found`) naming the secret when absent. */
-  get(name: string): Promise<string>
+  get(project: string, name: string): Promise<string>
 }
 
 export interface Runtime extends ApiDeps {

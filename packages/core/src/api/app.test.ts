@@ -245,11 +245,32 @@ describe("bad input", () => {
       status: 415,
       code: "request.unsupported_media_type",
     },
+    "JSON text sequence": {
+      path: "/v1/jobs",
+      raw: "{}",
+      type: "application/json-seq",
+      status: 415,
+      code: "request.unsupported_media_type",
+    },
     "bad query": {
       path: "/v1/jobs?status=DONE",
       status: 400,
       code: "request.invalid",
       field: "query.status",
+    },
+    "whole spec over 128 KiB though each field is in bounds": {
+      path: "/v1/jobs",
+      body: job({
+        constraints: Array.from({ length: 32 }, (_, i) => ({
+          key: `k${i}`,
+          op: "in",
+          values: Array(64).fill("v".repeat(200)),
+        })),
+      }),
+      status: 400,
+      code: "request.invalid",
+      field: "",
+      hint: /KiB in all; at most 128 KiB/,
     },
     "forged cursor": {
       path: "/v1/jobs?cursor=eyJwayI6IngifQ",
@@ -337,6 +358,30 @@ describe("idempotency", () => {
     expect(other.json.error.code).toBe("idempotency.key_reused")
   })
 
+  test("another API key sending the same Idempotency-Key gets its own request, not the first response", async () => {
+    const api = await withBackend()
+    const headers = { "Idempotency-Key": "mint-admin-1" }
+    const minted = await api.call("POST", "/v1/projects/default/keys", { body: { role: "admin" }, headers })
+    expect(minted.status).toBe(201)
+    const reader = (await api.call("POST", "/v1/projects/default/keys", { body: { role: "read" } })).json.key
+    const replayAttempt = await api.call("POST", "/v1/projects/default/keys", {
+      key: reader,
+      body: { role: "admin" },
+      headers,
+    })
+    expect(replayAttempt.status).toBe(403)
+    expect(replayAttempt.text).not.toContain(minted.json.key)
+  })
+
+  test("a replay keeps the response headers", async () => {
+    const api = await withBackend()
+    const headers = { "Idempotency-Key": "swarm-1" }
+    await api.call("POST", "/v1/swarms", { body: { name: "s", model: "echo" }, headers })
+    const again = await api.call("POST", "/v1/swarms", { body: { name: "s", model: "echo" }, headers })
+    expect(again.headers.get("Swarmplane-Created")).toBe("true")
+    expect(again.headers.get("Idempotent-Replayed")).toBe("true")
+  })
+
   test("a key whose request failed may be used again", async () => {
     const api = await withBackend()
     const headers = { "Idempotency-Key": "k-2" }
@@ -417,6 +462,24 @@ describe("swarms", () => {
     ])
   })
 
+  test("an update replaces the spec whole: a field left out is removed", async () => {
+    const api = await withBackend()
+    await api.call("POST", "/v1/swarms", {
+      body: {
+        name: "llm",
+        model: "echo",
+        image: "vllm/vllm-openai:v0.6",
+        autoscaling: { minReplicas: 1, maxReplicas: 4 },
+      },
+    })
+    const updated = (await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })).json
+    expect(updated.image).toBeUndefined()
+    expect(updated.autoscaling).toBeUndefined()
+    expect(updated.generation).toBe(2)
+    const same = (await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })).json
+    expect(same.generation).toBe(2)
+  })
+
   test("?wait answers at the timeout with the current phase, on the injected clock", async () => {
     const api = await withBackend()
     await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })
@@ -485,15 +548,42 @@ describe("jobs", () => {
       (await api.call("GET", "/v1/jobs?status=PENDING")).json.items.map((j: { id: string }) => j.id),
     ).toEqual([b.json.id])
 
-    const events = (await api.call("GET", `/v1/jobs/${a.json.id}/events`)).json.items
-    expect(events.map((e: { reason: string; to: string }) => `${e.reason}:${e.to}`)).toEqual([
+    const events = (await api.call("GET", `/v1/jobs/${a.json.id}/events?limit=500`)).json.items
+    type E = { reason: string; to: string; entity: { kind: string; id: string } }
+    expect(events.filter((e: E) => e.entity.kind === "job").map((e: E) => `${e.reason}:${e.to}`)).toEqual([
       "created:PENDING",
       "cancel_requested:PENDING",
       "cancelled:CANCELLED",
     ])
+    const taskEvents = events.filter((e: E) => e.entity.kind === "task")
+    expect(taskEvents).toHaveLength(100)
+    expect(taskEvents[99]).toMatchObject({
+      entity: { id: `${a.json.id}/99` },
+      from: "PENDING",
+      to: "KILLED",
+      reason: "cancelled",
+    })
     expect(api.logger.entries.some((e) => e.message.includes(`job ${a.json.id} PENDING → CANCELLED`))).toBe(
       true,
     )
+  })
+
+  test("a big job's detail holds the first 1000 tasks and pages the rest", async () => {
+    const api = await withBackend()
+    const big = (await api.call("POST", "/v1/jobs", { body: job({ tasks: 2500 }) })).json
+    const detail = (await api.call("GET", `/v1/jobs/${big.id}`)).json
+    expect(detail.tasks).toHaveLength(1000)
+    expect(detail.tasks[999].index).toBe(999)
+    const seen: number[] = detail.tasks.map((t: { index: number }) => t.index)
+    let cursor: string | undefined = detail.tasksNextCursor
+    while (cursor) {
+      const page = (
+        await api.call("GET", `/v1/jobs/${big.id}/tasks?limit=500&cursor=${encodeURIComponent(cursor)}`)
+      ).json
+      seen.push(...page.items.map((t: { index: number }) => t.index))
+      cursor = page.nextCursor
+    }
+    expect(seen).toEqual(Array.from({ length: 2500 }, (_, i) => i))
   })
 
   test("listing pages follow the cursor without repeats", async () => {
@@ -572,6 +662,17 @@ describe("backends", () => {
     expect(changed.json).toMatchObject({ kind: "worker-daemon", config: { heartbeatGraceS: 90 } })
     const got = (await api.call("GET", "/v1/backends/local")).json
     expect(got.config.heartbeatGraceS).toBe(90)
+  })
+
+  test("a backend with work in flight cannot change its type", async () => {
+    const api = await withBackend()
+    await api.call("POST", "/v1/jobs", { body: job() })
+    const res = await api.call("POST", "/v1/backends", {
+      body: { id: "local", config: { type: "eks", clusterName: "c", region: "us-west-2", localQueue: "q" } },
+    })
+    expect(res.status).toBe(409)
+    expect(res.json.error.code).toBe("backend.in_use")
+    expect((await api.call("GET", "/v1/backends/local")).json.config.type).toBe("workers")
   })
 
   test("a config never takes a secret in place of a secret name", async () => {

@@ -62,7 +62,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     if (
       ["POST", "PUT", "PATCH"].includes(c.req.method) &&
       hasBody &&
-      !/^application\/([\w.-]+\+)?json\b/i.test(type)
+      !/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)
     )
       throw new VisibleError(
         "request.unsupported_media_type",

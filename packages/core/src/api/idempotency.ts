@@ -1,5 +1,6 @@
 /**
- * `Idempotency-Key` on every POST: the same key with the same request returns the first response
+ * `Idempotency-Key` on every POST, scoped to the API key that sent it (another caller's request with
+ * the same header is a different request): the same key with the same request returns the first response
  * (header `Idempotent-Replayed: true`); the same key with another request is refused (422); a repeat
  * while the first is still running gets 409. Only 2xx responses are kept. After a 4xx the key may be
  * used again for a corrected request; after a 5xx a retry resumes with the same seed, so it completes
@@ -14,7 +15,8 @@ import type { MiddlewareHandler } from "hono"
 import { VisibleError } from "../util/errors"
 import type { ApiDeps, ApiEnv } from "./context"
 
-const MaxStoredBytes = 300 * 1024
+/** Plain-text bytes kept; sealed (base64, +33%) this stays well inside a 400 KB item. */
+const MaxStoredBytes = 200 * 1024
 
 function cipherKey(pepper: string, idempotencyKey: string): Buffer {
   return createHmac("sha256", pepper).update(`idempotency:${idempotencyKey}`).digest()
@@ -43,15 +45,26 @@ export function idempotency(deps: ApiDeps): MiddlewareHandler<ApiEnv> {
         "request.invalid_idempotency_key",
         "Idempotency-Key must be 1 to 255 printable ASCII characters without spaces, e.g. a UUID",
       )
-    const project = c.get("caller").project
+    const caller = c.get("caller")
+    const scope = { project: caller.project, apiKeyId: caller.keyId, key }
     const body = await c.req.text()
     const fingerprint = createHash("sha256").update(`${c.req.method} ${c.req.path}\n${body}`).digest("hex")
-    const reservation = await deps.repos.idempotency.reserve(project, key, fingerprint)
+    const reservation = await deps.repos.idempotency.reserve(scope, fingerprint)
     switch (reservation.kind) {
       case "replay":
+        if (reservation.body === undefined)
+          throw new VisibleError(
+            "idempotency.replay_unavailable",
+            `the first request with this Idempotency-Key succeeded (${reservation.status}) but its response was too large to keep; read the object with GET instead`,
+            409,
+          )
         return new Response(open(deps.pepper, key, reservation.body), {
           status: reservation.status,
-          headers: { "Content-Type": "application/json", "Idempotent-Replayed": "true" },
+          headers: {
+            ...reservation.headers,
+            "Content-Type": "application/json",
+            "Idempotent-Replayed": "true",
+          },
         })
       case "mismatch":
         throw new VisibleError(
@@ -69,10 +82,19 @@ export function idempotency(deps: ApiDeps): MiddlewareHandler<ApiEnv> {
     c.set("idempotency", { seed: reservation.seed, createdAt: reservation.createdAt })
     await next()
     const status = c.res.status
-    const text = status >= 200 && status < 300 ? await c.res.clone().text() : undefined
-    if (text !== undefined && Buffer.byteLength(text) <= MaxStoredBytes)
-      await deps.repos.idempotency.complete(project, key, { status, body: seal(deps.pepper, key, text) })
-    else if (status >= 500) await deps.repos.idempotency.abandon(project, key)
-    else await deps.repos.idempotency.release(project, key)
+    if (status >= 200 && status < 300) {
+      // Never forget a success: a retry must not do the work twice, even if the body cannot be kept.
+      const text = await c.res.clone().text()
+      const headers = Object.fromEntries(
+        [...c.res.headers].filter(([name]) => name.toLowerCase().startsWith("swarmplane-")),
+      )
+      const keep = Buffer.byteLength(text) <= MaxStoredBytes
+      await deps.repos.idempotency.complete(scope, {
+        status,
+        headers,
+        ...(keep ? { body: seal(deps.pepper, key, text) } : {}),
+      })
+    } else if (status >= 500) await deps.repos.idempotency.abandon(scope)
+    else await deps.repos.idempotency.release(scope)
   }
 }

@@ -23,6 +23,13 @@ describe("deriveJobStatus", () => {
     ["all succeeded", ["SUCCEEDED", "SUCCEEDED"], 0, false, "SUCCEEDED"],
     ["one failed, none tolerated", ["FAILED", "RUNNING"], 0, false, "FAILED"],
     ["one failed, one tolerated, still running", ["FAILED", "RUNNING"], 1, false, "RUNNING"],
+    [
+      "one unschedulable, tolerated, nothing placed",
+      ["UNSCHEDULABLE", "PENDING", "PENDING"],
+      1,
+      false,
+      "PENDING",
+    ],
     ["one failed, one tolerated, rest succeeded", ["FAILED", "SUCCEEDED"], 1, false, "SUCCEEDED"],
     ["unschedulable counts as failed", ["UNSCHEDULABLE", "SUCCEEDED"], 0, false, "FAILED"],
     ["cosched failure counts as failed", ["COSCHED_FAILED", "FAILED"], 1, false, "FAILED"],

@@ -3,7 +3,13 @@
  * `maxTaskFailures` and cancel. Pure.
  */
 import type { JobSpec, Task, TaskCounts } from "../model/job"
-import { FailedTaskStates, isTerminalTask, type JobStatus, type TaskState } from "../model/states"
+import {
+  FailedTaskStates,
+  isTerminalTask,
+  type JobStatus,
+  LiveTaskStates,
+  type TaskState,
+} from "../model/states"
 import { applyOutcome, isLive } from "./task-state"
 
 export function countTasks(tasks: readonly Pick<Task, "state">[]): TaskCounts {
@@ -17,7 +23,7 @@ function sum(counts: TaskCounts, states: readonly TaskState[]): number {
 }
 
 /**
- * PENDING until a task is placed; RUNNING while any task is not final; FAILED as soon as more tasks
+ * PENDING until a task is placed; RUNNING once a task runs or has succeeded, while any is not final; FAILED as soon as more tasks
  * failed than `maxTaskFailures` allows (the rest are being killed); CANCELLED when cancel was asked for
  * and a task was killed by it; SUCCEEDED when every task is final and failures are within tolerance.
  */
@@ -39,9 +45,9 @@ export function deriveJobStatus(
     if (killed > 0) return "FAILED"
     return "SUCCEEDED"
   }
-  const pending = counts.PENDING ?? 0
-  if (pending === total) return "PENDING"
-  return "RUNNING"
+  // RUNNING once something runs or has succeeded; failures within tolerance alone do not start a job.
+  const started = LiveTaskStates.reduce((n, st) => n + (counts[st] ?? 0), 0) + (counts.SUCCEEDED ?? 0)
+  return started > 0 ? "RUNNING" : "PENDING"
 }
 
 export function isFinished(status: JobStatus): boolean {

@@ -1,7 +1,14 @@
 import { describe, expect, test } from "vitest"
 import { type SwarmPhase, SwarmPhases } from "../model/states"
-import type { Swarm } from "../model/swarm"
-import { canSwarmTransition, isSwarmActive, observe, requestDelete, updateSpec } from "./swarm-phase"
+import { type Swarm, SwarmSpec } from "../model/swarm"
+import {
+  canSwarmTransition,
+  isSwarmActive,
+  observe,
+  requestDelete,
+  updateSpec,
+  waitState,
+} from "./swarm-phase"
 
 const t0 = "2026-01-01T00:00:00.000Z"
 const now = "2026-01-01T00:00:05.000Z"
@@ -24,6 +31,7 @@ function swarm(phase: SwarmPhase, patch: Partial<Swarm> = {}): Swarm {
     phase,
     desired: "running",
     generation: 1,
+    observedGeneration: 1,
     replicaStatus: { ready: 0, total: 2, items: [] },
     createdAt: t0,
     updatedAt: t0,
@@ -115,12 +123,61 @@ describe("user intent", () => {
     expect(requestDelete(once, now).changed).toBe(false)
   })
 
+  const spec = (extra: object = {}) => SwarmSpec.parse({ name: "llm", model: "echo", replicas: 2, ...extra })
+
   test("an update bumps the generation and restarts a FAILED or STOPPED swarm", () => {
-    const r = updateSpec(swarm("STOPPED", { desired: "deleted" }), { ...swarm("PENDING"), replicas: 3 }, now)
+    const r = updateSpec(swarm("STOPPED", { desired: "deleted" }), spec({ replicas: 3 }), now)
     expect(r.swarm).toMatchObject({ phase: "PENDING", desired: "running", generation: 2, replicas: 3 })
+    expect(r.swarm.replicaStatus.total).toBe(3)
   })
 
-  test("an update of a RUNNING swarm keeps its phase", () => {
-    expect(updateSpec(swarm("RUNNING"), swarm("PENDING"), now).swarm.phase).toBe("RUNNING")
+  test("an update of a RUNNING swarm keeps its phase and status", () => {
+    const running = swarm("RUNNING", { url: "http://r", handle: { id: "j", url: "http://r", meta: {} } })
+    expect(updateSpec(running, spec(), now).swarm).toMatchObject({
+      phase: "RUNNING",
+      url: "http://r",
+      handle: { id: "j" },
+    })
   })
+
+  test("a field left out of the new spec is removed", () => {
+    const withImage = updateSpec(
+      swarm("RUNNING"),
+      spec({ image: "vllm:1", autoscaling: { minReplicas: 1, maxReplicas: 4 } }),
+      now,
+    )
+    const without = updateSpec(withImage.swarm, spec(), now).swarm
+    expect(without.image).toBeUndefined()
+    expect(without.autoscaling).toBeUndefined()
+  })
+})
+
+describe("active index and waiting", () => {
+  test("a FAILED swarm with nothing deployed leaves the active index; with a deployment it stays", () => {
+    expect(isSwarmActive(swarm("FAILED"))).toBe(false)
+    expect(isSwarmActive(swarm("FAILED", { handle: { id: "j", url: "", meta: {} } }))).toBe(true)
+    expect(isSwarmActive(swarm("PENDING"))).toBe(true)
+  })
+
+  const cases: [string, Swarm, SwarmPhase, ReturnType<typeof waitState>][] = [
+    ["running on the current generation", swarm("RUNNING"), "RUNNING", "reached"],
+    [
+      "running an older generation",
+      swarm("RUNNING", { generation: 2, observedGeneration: 1 }),
+      "RUNNING",
+      "waiting",
+    ],
+    ["failed while it should run", swarm("FAILED"), "RUNNING", "settled"],
+    ["failed while being deleted", swarm("FAILED", { desired: "deleted" }), "STOPPED", "waiting"],
+    ["stopped after a delete", swarm("STOPPED", { desired: "deleted" }), "RUNNING", "settled"],
+    [
+      "stopped after a delete, waiting for STOPPED",
+      swarm("STOPPED", { desired: "deleted" }),
+      "STOPPED",
+      "reached",
+    ],
+    ["initializing", swarm("INITIALIZING"), "RUNNING", "waiting"],
+  ]
+  for (const [name, s, wanted, want] of cases)
+    test(`wait for ${wanted}: ${name} → ${want}`, () => expect(waitState(s, wanted)).toBe(want))
 })

@@ -70,17 +70,54 @@ export function observe(swarm: Swarm, observation: ServingObservation, nowIso: s
   return { swarm: { ...swarm, phase: to, url, message, updatedAt: nowIso }, changed, from }
 }
 
-/** A create-or-update of the spec: bumps the generation; a FAILED or STOPPED swarm starts over. */
+/** The fields of a swarm that are not its spec: what the control plane knows about it. */
+type SwarmStatus = Omit<Swarm, keyof SwarmSpec>
+
+function statusOf(swarm: Swarm): SwarmStatus {
+  const {
+    project,
+    phase,
+    desired,
+    url,
+    generation,
+    observedGeneration,
+    replicaStatus,
+    handle,
+    message,
+    createdAt,
+    updatedAt,
+  } = swarm
+  return {
+    project,
+    phase,
+    desired,
+    url,
+    generation,
+    observedGeneration,
+    replicaStatus,
+    handle,
+    message,
+    createdAt,
+    updatedAt,
+  }
+}
+
+/**
+ * A create-or-update of the spec: the new spec replaces the old one whole (a field left out is
+ * removed), the generation goes up, and a FAILED or STOPPED swarm starts over.
+ */
 export function updateSpec(swarm: Swarm, spec: SwarmSpec, nowIso: string): PhaseChange {
   const from = swarm.phase
   const restart = from === "FAILED" || from === "STOPPED" || swarm.desired === "deleted"
+  const status = statusOf(swarm)
   const next: Swarm = {
-    ...swarm,
+    ...status,
     ...spec,
     desired: "running",
     generation: swarm.generation + 1,
     phase: restart ? "PENDING" : from,
     message: restart ? undefined : swarm.message,
+    replicaStatus: { ...swarm.replicaStatus, total: spec.replicas },
     updatedAt: nowIso,
   }
   return { swarm: next, changed: true, from }
@@ -108,7 +145,26 @@ export function requestDelete(swarm: Swarm, nowIso: string): PhaseChange {
   }
 }
 
-/** A swarm is active (kept in the reconcile index) until it is STOPPED with desired `deleted`. */
-export function isSwarmActive(swarm: Pick<Swarm, "phase" | "desired">): boolean {
-  return !(swarm.phase === "STOPPED" && swarm.desired === "deleted")
+/**
+ * A swarm is active (kept in the reconcile index) until it is STOPPED after a delete, or FAILED with
+ * nothing deployed (it waits for the user then; an update makes it PENDING and active again). A
+ * FAILED swarm that still has a deployment stays, so the reconciler can observe and clean it up.
+ */
+export function isSwarmActive(swarm: Pick<Swarm, "phase" | "desired" | "handle">): boolean {
+  if (swarm.phase === "STOPPED" && swarm.desired === "deleted") return false
+  if (swarm.phase === "FAILED" && swarm.desired === "running" && !swarm.handle) return false
+  return true
+}
+
+/**
+ * Whether a caller waiting for `wanted` should stop waiting: `reached` when the swarm is in that phase
+ * (for RUNNING: serving the current generation), `settled` when it came to rest elsewhere (FAILED while
+ * it should run; STOPPED), `waiting` otherwise.
+ */
+export function waitState(swarm: Swarm, wanted: SwarmPhase): "reached" | "settled" | "waiting" {
+  const current = wanted !== "RUNNING" || swarm.observedGeneration === swarm.generation
+  if (swarm.phase === wanted && current) return "reached"
+  if (swarm.desired === "deleted") return swarm.phase === "STOPPED" ? "settled" : "waiting"
+  if (swarm.phase === "FAILED" || swarm.phase === "STOPPED") return "settled"
+  return "waiting"
 }

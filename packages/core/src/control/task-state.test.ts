@@ -1,7 +1,14 @@
 import { describe, expect, test } from "vitest"
 import type { Task } from "../model/job"
 import { type TaskState, TaskStates } from "../model/states"
-import { applyGangOutcome, applyOutcome, canTransition, newTask, type Outcome } from "./task-state"
+import {
+  applyGangOutcome,
+  applyOutcome,
+  canTransition,
+  MaxAttemptsKept,
+  newTask,
+  type Outcome,
+} from "./task-state"
 
 const now = "2026-01-01T00:00:10.000Z"
 const policy = { maxRetriesFailure: 1, maxRetriesPreemption: 1 }
@@ -205,6 +212,18 @@ describe("applyOutcome", () => {
     })
   }
 
+  test("only the newest attempts are kept, however many retries the budget allows", () => {
+    let t = task("PENDING")
+    const generous = { maxRetriesFailure: 100, maxRetriesPreemption: 100 }
+    for (let i = 0; i < 70; i++) {
+      t = applyOutcome(t, { kind: "assigned", attemptUid: `a-${i}` }, generous, now).task
+      t = applyOutcome(t, { kind: "failed", attemptUid: `a-${i}`, reason: "exit_code" }, generous, now).task
+    }
+    expect(t.attempts).toHaveLength(MaxAttemptsKept)
+    expect(t.attempts.at(-1)?.attemptUid).toBe("a-69")
+    expect(t.failureCount).toBe(70)
+  })
+
   test("a retried task keeps its history and the next placement adds a new attempt", () => {
     let t = applyOutcome(
       task("RUNNING"),
@@ -253,6 +272,22 @@ describe("gang rules", () => {
     )
     expect(result.tasks.map((t) => t.state)).toEqual(["FAILED", "COSCHED_FAILED", "COSCHED_FAILED"])
     expect(result.stop).toEqual(["g-1"])
+  })
+
+  test("an unschedulable member fails the gang: the others can no longer be placed together", () => {
+    const tasks = [
+      task("PENDING", { index: 0 }),
+      task("PENDING", { index: 1 }),
+      task("PENDING", { index: 2 }),
+    ]
+    const result = applyGangOutcome(
+      tasks,
+      1,
+      { kind: "unschedulable", reason: "timeout", message: "needs 8 gpu" },
+      policy,
+      now,
+    )
+    expect(result.tasks.map((t) => t.state)).toEqual(["COSCHED_FAILED", "UNSCHEDULABLE", "COSCHED_FAILED"])
   })
 
   test("a success touches no sibling", () => {

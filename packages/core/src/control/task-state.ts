@@ -9,11 +9,18 @@
 import type { Attempt, Task } from "../model/job"
 import {
   type AttemptState,
+  FailedTaskStates,
   isTerminalTask,
   LiveTaskStates,
   type TaskState,
   TerminalTaskStates,
 } from "../model/states"
+
+/**
+ * Attempts kept on a task (the newest). Budgets can allow a thousand retries; the counts keep the
+ * totals, and the item stays small.
+ */
+export const MaxAttemptsKept = 50
 
 /** The retry budgets of a job, as they apply to each of its tasks. */
 export interface RetryPolicy {
@@ -121,7 +128,7 @@ export function applyOutcome(task: Task, outcome: Outcome, policy: RetryPolicy, 
         ...(outcome.target ? { target: outcome.target } : {}),
       }
       return {
-        task: { ...base, state: "ASSIGNED", attempts: [...task.attempts, attempt] },
+        task: { ...base, state: "ASSIGNED", attempts: [...task.attempts, attempt].slice(-MaxAttemptsKept) },
         changed: true,
         stop: [],
         retried: false,
@@ -241,9 +248,8 @@ export function applyGangOutcome(
   const next = tasks.map((t) => (t.index === index ? applied.task : t))
   const changed = [index]
   const stop = [...applied.stop]
-  const failedTerminally = (["FAILED", "WORKER_FAILED", "PREEMPTED"] as TaskState[]).includes(
-    applied.task.state,
-  )
+  // Any terminal failure of one member (UNSCHEDULABLE included: the gang can no longer be placed whole).
+  const failedTerminally = (FailedTaskStates as readonly TaskState[]).includes(applied.task.state)
   if (!applied.retried && !failedTerminally) return { tasks: next, changed, stop }
 
   for (const [i, sibling] of next.entries()) {

@@ -12,6 +12,7 @@ import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { serve } from "@hono/node-server"
 import { createApp } from "../api/app"
+import { bootstrapOperator } from "../bootstrap"
 import { handleScheduleBatch } from "../control/schedule"
 import { autoscaleTick, reconcileTick, tickWhileBusy } from "../control/ticks"
 import { ensureQueues, SqsQueue } from "../queue/sqs"
@@ -49,13 +50,23 @@ export interface LocalControlPlane {
 const TableName = "swarmplane-local"
 const QueueName = "swarmplane-schedule"
 
+/**
+ * Take the data folder's lock: a pid file created exclusively, so two starts cannot both pass. A lock
+ * left by a process that is gone is taken over.
+ */
 async function acquireLock(dataDir: string): Promise<string> {
   const lock = join(dataDir, "control-plane.pid")
-  if (existsSync(lock)) {
-    const pid = Number((await readFile(lock, "utf8")).trim())
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await writeFile(lock, `${process.pid}\n`, { flag: "wx" })
+      return lock
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+    }
+    const pid = Number((await readFile(lock, "utf8").catch(() => "")).trim())
     let alive = false
     try {
-      if (pid > 0 && pid !== process.pid) {
+      if (pid > 0) {
         process.kill(pid, 0)
         alive = true
       }
@@ -64,9 +75,9 @@ async function acquireLock(dataDir: string): Promise<string> {
       throw new Error(
         `another local control plane (pid ${pid}) uses ${dataDir}; stop it, or set SWARMPLANE_DATA_DIR to another folder`,
       )
+    await rm(lock, { force: true })
   }
-  await writeFile(lock, `${process.pid}\n`)
-  return lock
+  throw new Error(`could not take the lock ${lock}; remove it if no control plane runs`)
 }
 
 async function readOrCreate(file: string, make: () => string): Promise<{ value: string; created: boolean }> {
@@ -143,9 +154,7 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
 
     // 3. Runtime.
     const pepper = (
-      await readOrCreate(join(options.dataDir, "secrets", "api-pepper"), () =>
-        randomBytes(32).toString("base64url"),
-      )
+      await readOrCreate(join(options.dataDir, "api-pepper"), () => randomBytes(32).toString("base64url"))
     ).value
     const runtime = createRuntime({
       store: DynamoStore({ client: dynamo, tableName: TableName }),
@@ -155,23 +164,19 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
       secrets: FileSecrets(join(options.dataDir, "secrets")),
     })
 
-    // 4. Bootstrap: the operator project and its admin key.
-    const { repos } = runtime
-    if (!(await repos.projects.get(runtime.operatorProject)))
-      await repos.projects.create(runtime.operatorProject, "Default project")
+    // 4. Bootstrap: the operator project and its admin key (kept in the data folder for later starts).
     const keyFile = join(options.dataDir, "admin-key")
     let adminKey = options.adminKey
-    let adminKeyCreated = false
     if (!adminKey && existsSync(keyFile)) {
       const saved = (await readFile(keyFile, "utf8")).trim()
-      if (await repos.projects.verifyKey(saved)) adminKey = saved
+      if (await runtime.repos.projects.verifyKey(saved)) adminKey = saved
     }
-    if (!adminKey) adminKeyCreated = true
-    const created = await repos.projects.createKey(runtime.operatorProject, "admin", {
-      name: "local admin key",
-      ...(adminKey ? { key: adminKey } : {}),
+    const boot = await bootstrapOperator(runtime, {
+      keyName: "local admin key",
+      ...(adminKey ? { key: adminKey } : { newKey: true }),
     })
-    adminKey = created.key
+    const adminKeyCreated = !adminKey
+    adminKey = boot.adminKey?.key ?? adminKey!
     await writeFile(keyFile, `${adminKey}\n`, { mode: 0o600 })
 
     // 5. HTTP server.
@@ -188,7 +193,19 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
         ),
       )
     })
-    stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
+    stops.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve())
+          // Open long-polls (`?wait`) would hold the close for up to 25 s: give them a moment, then cut them.
+          const http = server as unknown as {
+            closeIdleConnections?: () => void
+            closeAllConnections?: () => void
+          }
+          http.closeIdleConnections?.()
+          setTimeout(() => http.closeAllConnections?.(), 1_000).unref()
+        }),
+    )
     const address = server.address()
     const port = typeof address === "object" && address ? address.port : options.port
     const url = `http://${options.host}:${port}`

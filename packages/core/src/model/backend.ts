@@ -4,7 +4,7 @@
  * config: a config names a secret (`sshKeySecret`, `tokenSecret`) that the deployment resolves.
  */
 import { z } from "@hono/zod-openapi"
-import { Attributes, Name, Resources, Text, Timestamp } from "./common"
+import { Attributes, bytesAtMost, Name, Resources, Text, Timestamp } from "./common"
 import { Limits } from "./limits"
 import { BackendKind, type BackendKinds } from "./states"
 
@@ -18,6 +18,28 @@ const SecretName = z
   })
 
 const ScriptLine = z.string().max(Limits.scriptLineLength)
+
+/**
+ * A URL that credentials are sent to: https, or http only to this machine (local fakes and tunnels),
+ * so a config cannot send a workspace token to an arbitrary plain-text server.
+ */
+const HttpsUrl = z
+  .string()
+  .max(1024)
+  .refine(
+    (value) => {
+      try {
+        const url = new URL(value)
+        return (
+          url.protocol === "https:" ||
+          (url.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname))
+        )
+      } catch {
+        return false
+      }
+    },
+    { message: "must be an https:// URL (http:// only to 127.0.0.1 or localhost)" },
+  )
 
 const common = {
   displayName: Text.optional().describe("Human-friendly name shown in the CLI and dashboard."),
@@ -135,14 +157,9 @@ export const LeptonBackendConfig = z
       .max(128)
       .regex(/^[A-Za-z0-9-]+$/, { message: "a workspace id such as `ws123`" })
       .describe("Workspace id."),
-    workspaceUrl: z
-      .string()
-      .url()
-      .max(1024)
-      .optional()
-      .describe(
-        "Override of the workspace API base, e.g. `https://gateway.dgxc-lepton.nvidia.com/api/v2/workspaces/<id>`.",
-      ),
+    workspaceUrl: HttpsUrl.optional().describe(
+      "Override of the workspace API base, e.g. `https://gateway.dgxc-lepton.nvidia.com/api/v2/workspaces/<id>`.",
+    ),
     tokenSecret: SecretName.describe("Name of the secret holding the workspace token."),
     nodeGroup: z
       .string()
@@ -200,11 +217,7 @@ export const EksBackendConfig = z
       .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/.+$/, { message: "an IAM role ARN" })
       .optional()
       .describe("Role to assume for cluster access; the function's own role when absent."),
-    endpoint: z
-      .string()
-      .url()
-      .optional()
-      .describe("Override of the EKS API endpoint (tests, private endpoints)."),
+    endpoint: HttpsUrl.optional().describe("Override of the EKS API endpoint (private endpoints, tests)."),
     namespace: Name.default("default").describe("Namespace for Jobs, Deployments and Services."),
     localQueue: Name.describe("Kueue LocalQueue the Jobs are labelled for (`kueue.x-k8s.io/queue-name`)."),
     workloadPriorityClass: Name.optional().describe(
@@ -362,6 +375,7 @@ export const CreateBackendRequest = z
     config: BackendConfig.describe("The platform and how to reach it; `type` selects the fields."),
   })
   .strict()
+  .superRefine(bytesAtMost(Limits.specBytes))
   .openapi("CreateBackendRequest")
 
 export const Backend = z

@@ -142,3 +142,19 @@ export const PageQuery = z.object({
     .describe(`Items per page, 1..${Limits.pageSizeMax}.`),
   cursor: z.string().max(2048).optional().describe("The `nextCursor` of the previous page."),
 })
+
+/**
+ * A refinement that bounds the serialised size of a whole object, so no combination of individually
+ * bounded fields can exceed what one stored item holds.
+ */
+export function bytesAtMost(limit: number) {
+  return (value: unknown, ctx: z.core.$RefinementCtx): void => {
+    const bytes = Buffer.byteLength(JSON.stringify(value))
+    if (bytes > limit)
+      ctx.addIssue({
+        code: "custom",
+        path: [],
+        message: `is ${Math.ceil(bytes / 1024)} KiB in all; at most ${limit / 1024} KiB: move large data (prompts, configs) to files or object storage`,
+      })
+  }
+}

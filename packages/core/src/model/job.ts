@@ -4,7 +4,18 @@
  * tasks (control/job-status.ts).
  */
 import { z } from "@hono/zod-openapi"
-import { Command, Constraint, Env, Image, Labels, Name, Preference, Resources, Timestamp } from "./common"
+import {
+  bytesAtMost,
+  Command,
+  Constraint,
+  Env,
+  Image,
+  Labels,
+  Name,
+  Preference,
+  Resources,
+  Timestamp,
+} from "./common"
 import { Limits } from "./limits"
 import { AttemptState, JobStatus, Priority, TaskState } from "./states"
 
@@ -93,6 +104,7 @@ export const JobSpec = z
   })
   .strict()
   .superRefine((spec, ctx) => {
+    bytesAtMost(Limits.specBytes)(spec, ctx)
     if (spec.maxTaskFailures > spec.tasks)
       ctx.addIssue({
         code: "custom",
@@ -131,7 +143,9 @@ export const Task = z
       .string()
       .optional()
       .describe("Why a PENDING task is not placed yet, e.g. `needs 8 gpu, largest free is 4`."),
-    attempts: z.array(Attempt).describe("Tries of this task, oldest first (the last is current)."),
+    attempts: z
+      .array(Attempt)
+      .describe("Tries of this task, oldest first (the last is current); the newest 50 are kept."),
     failureCount: z.number().int().describe("Failures so far (against `maxRetriesFailure`)."),
     preemptionCount: z
       .number()
@@ -163,7 +177,15 @@ export const Job = z
 export type Job = z.infer<typeof Job>
 
 export const JobDetail = Job.extend({
-  tasks: z.array(Task).describe("The job's tasks with their attempts."),
+  tasks: z
+    .array(Task)
+    .describe("The job's tasks with their attempts, by index; the first 1000 (see `tasksNextCursor`)."),
+  tasksNextCursor: z
+    .string()
+    .optional()
+    .describe(
+      "Present when the job has more tasks: pass as `cursor` to `GET /v1/jobs/{id}/tasks` for the rest.",
+    ),
 }).openapi("JobDetail")
 
 export const JobListQuery = z.object({

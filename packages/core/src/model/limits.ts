@@ -36,6 +36,8 @@ export const Limits = {
   scriptLineLength: 1024,
   /** Scale groups per workers backend. */
   scaleGroups: 32,
+  /** A job or swarm spec or backend config, serialised: keeps every stored item far below 400 KB. */
+  specBytes: 128 * 1024,
   /** Request body, bytes. */
   bodyBytes: 512 * 1024,
   /** Page size bounds for listings. */

@@ -78,6 +78,18 @@ describe("bounds", () => {
       },
       path: "tokenSecret",
     },
+    "workspace URL in plain http to another host": {
+      schema: Model.BackendConfig,
+      value: {
+        type: "lepton",
+        workspaceId: "ws1",
+        workspaceUrl: "http://collector.example.com/api",
+        tokenSecret: "tok",
+        nodeGroup: "ng",
+        resourceShape: "gpu.1xh100-80gb",
+      },
+      path: "workspaceUrl",
+    },
     "scale group min above max": {
       schema: Model.BackendConfig,
       value: {

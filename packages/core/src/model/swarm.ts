@@ -4,7 +4,7 @@
  * `ServingHandle` (everything a later, different process needs to find the deployment again).
  */
 import { z } from "@hono/zod-openapi"
-import { Command, Env, Image, Labels, Name, Timestamp } from "./common"
+import { bytesAtMost, Command, Env, Image, Labels, Name, Timestamp } from "./common"
 import { Limits } from "./limits"
 import { SwarmDesired, SwarmPhase } from "./states"
 
@@ -142,6 +142,9 @@ export const SwarmSpec = z
   .openapi("SwarmSpec")
 export type SwarmSpec = z.infer<typeof SwarmSpec>
 
+/** What `POST /v1/swarms` takes: the spec, bounded in total size. */
+export const SwarmRequest = SwarmSpec.superRefine(bytesAtMost(Limits.specBytes))
+
 export const ServingHandle = z
   .object({
     id: z.string().describe("The platform's identifier of the deployment."),
@@ -174,6 +177,12 @@ export const Swarm = SwarmSpec.extend({
   desired: SwarmDesired.describe("`running`, or `deleted` after DELETE until it is STOPPED."),
   url: z.string().optional().describe("The swarm's single endpoint (OpenAI-compatible), once known."),
   generation: z.number().int().describe("Increments on every spec change."),
+  observedGeneration: z
+    .number()
+    .int()
+    .describe(
+      "The generation the backend last applied; a RUNNING swarm serves the current spec once it equals `generation`.",
+    ),
   replicaStatus: z
     .object({
       ready: z.number().int().describe("Replicas that pass their health check."),

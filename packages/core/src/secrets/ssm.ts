@@ -1,4 +1,7 @@
-/** Secrets in SSM Parameter Store (deployed: `<prefix>/<name>`, SecureString), cached per process. */
+/**
+ * Secrets in SSM Parameter Store (deployed): `<prefix>/<project>/<name>`, SecureString, cached per
+ * process. Scoped by project, so a backend config of one project can never read another's secret.
+ */
 import type { SSMClient } from "@aws-sdk/client-ssm"
 import type { Secrets } from "../runtime"
 import { BackendError, VisibleError } from "../util/errors"
@@ -13,16 +16,16 @@ export function SsmSecrets(options: {
   const ttl = options.ttlMs ?? 5 * 60_000
   const now = options.now ?? Date.now
   return {
-    async get(name) {
-      const hit = cache.get(name)
+    async get(project, name) {
+      const path = `${options.prefix.replace(/\/$/, "")}/${project}/${name}`
+      const hit = cache.get(path)
       if (hit && now() - hit.at < ttl) return hit.value
       const { GetParameterCommand, ParameterNotFound } = await import("@aws-sdk/client-ssm")
-      const path = `${options.prefix.replace(/\/$/, "")}/${name}`
       try {
         const out = await options.client.send(new GetParameterCommand({ Name: path, WithDecryption: true }))
         const value = out.Parameter?.Value
         if (value === undefined) throw new ParameterNotFound({ message: "empty", $metadata: {} })
-        cache.set(name, { value, at: now() })
+        cache.set(path, { value, at: now() })
         return value
       } catch (error) {
         if (error instanceof ParameterNotFound)

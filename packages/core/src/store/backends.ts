@@ -3,12 +3,18 @@ import { isDeepStrictEqual } from "node:util"
 import { type Backend, type BackendConfig, kindOfType } from "../model/backend"
 import type { Clock } from "../util/clock"
 import { iso } from "../util/clock"
+import { ConflictError } from "../util/errors"
 import type { EventLog } from "./events"
-import { Keys } from "./keys"
+import { ActiveIndex, Keys } from "./keys"
 import { ItemExistsError, mutate, queryAll, type StateStore } from "./port"
 
 export function Backends(store: StateStore, clock: Clock, events: EventLog) {
   const eventsPk = Keys.backendEvents
+  const hasActiveWork = async (project: string, id: string) => {
+    for (const pk of ActiveIndex.partitions(project, id))
+      if ((await store.queryIndex("active", pk, { limit: 1 })).items.length) return true
+    return false
+  }
 
   return {
     /** Register or replace a backend's config. `created` tells which; an identical config changes nothing. */
@@ -40,8 +46,14 @@ export function Backends(store: StateStore, clock: Clock, events: EventLog) {
         if (!(error instanceof ItemExistsError)) throw error
       }
       let changed = false
-      const updated = await mutate<Backend>(store, Keys.backend(project, id), (item) => {
+      const updated = await mutate<Backend>(store, Keys.backend(project, id), async (item) => {
         if (isDeepStrictEqual(item.data.config, config)) return undefined
+        // Work in flight was submitted to one kind of substrate; another would not find it.
+        if (item.data.config.type !== config.type && (await hasActiveWork(project, id)))
+          throw new ConflictError(
+            "backend.in_use",
+            `backend "${id}" is a ${item.data.config.type} backend with jobs or swarms in flight; it cannot become ${config.type}. Register a new backend id instead`,
+          )
         changed = true
         return { ...item, data: { ...item.data, kind: kindOfType[config.type], config, updatedAt: now } }
       })

@@ -11,6 +11,8 @@ import { Keys } from "./keys"
 import type { Page, StateStore } from "./port"
 
 export const EventRetentionDays = 30
+/** Lines logged for a batch of events before the rest are summed up in one line. */
+const ShownPerBatch = 5
 
 export type NewEvent = Omit<Event, "id" | "at">
 
@@ -39,6 +41,24 @@ export function EventLog(store: StateStore, clock: Clock, logger: Logger) {
         reason: event.reason,
       })
       return full
+    },
+
+    /**
+     * Write many events under one partition in batches of 25 (their keys are fresh ids), e.g. one per
+     * task a cancel killed. Logs a line for each of the first few and one line for the rest.
+     */
+    async recordMany(project: string, pk: string, batch: NewEvent[]): Promise<void> {
+      const now = clock.now()
+      const ttl = Math.floor(now / 1000) + EventRetentionDays * 86_400
+      await store.createMany(
+        batch.map((event) => {
+          const full: Event = { ...event, id: newId("ev", now), at: iso(now) }
+          return { ...Keys.event(pk, full.id), type: "event", data: full, ttl }
+        }),
+      )
+      for (const event of batch.slice(0, ShownPerBatch)) logger.info(formatEvent(project, event))
+      if (batch.length > ShownPerBatch)
+        logger.info(`${project} … and ${batch.length - ShownPerBatch} more like these`)
     },
 
     /** Events of one partition, oldest first. */

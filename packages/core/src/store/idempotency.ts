@@ -22,19 +22,33 @@ interface IdempotencyRecord {
   createdAt: number
   /** When the current reservation began. */
   reservedAt: number
-  response?: { status: number; body: string }
+  response?: StoredResponse
+}
+
+/** A kept response. `body` is absent when it was too large to keep (the request still succeeded). */
+export interface StoredResponse {
+  status: number
+  body?: string
+  headers?: Record<string, string>
+}
+
+/** Which request: project, the API key that sent it, and the Idempotency-Key header. */
+export interface Scope {
+  project: string
+  apiKeyId: string
+  key: string
 }
 
 export type Reservation =
   | { kind: "new"; seed: string; createdAt: number }
-  | { kind: "replay"; status: number; body: string }
+  | ({ kind: "replay" } & StoredResponse)
   | { kind: "mismatch" }
   | { kind: "in_progress" }
 
 export function Idempotency(store: StateStore, clock: Clock) {
   return {
-    async reserve(project: string, key: string, fingerprint: string): Promise<Reservation> {
-      const itemKey = Keys.idempotency(project, key)
+    async reserve(scope: Scope, fingerprint: string): Promise<Reservation> {
+      const itemKey = Keys.idempotency(scope.project, scope.apiKeyId, scope.key)
       for (let attempt = 0; attempt < 5; attempt++) {
         const now = clock.now()
         const fresh: IdempotencyRecord = {
@@ -78,8 +92,8 @@ export function Idempotency(store: StateStore, clock: Clock) {
     },
 
     /** Store the response of a reserved request. */
-    async complete(project: string, key: string, response: { status: number; body: string }): Promise<void> {
-      const itemKey = Keys.idempotency(project, key)
+    async complete(scope: Scope, response: StoredResponse): Promise<void> {
+      const itemKey = Keys.idempotency(scope.project, scope.apiKeyId, scope.key)
       const existing = await store.get<IdempotencyRecord>(itemKey, { consistent: true })
       if (!existing) return
       await store.update({ ...existing, data: { ...existing.data, response } })
@@ -89,16 +103,16 @@ export function Idempotency(store: StateStore, clock: Clock) {
      * The request died on a server error: keep the record (and its seed) but end the reservation, so an
      * immediate retry takes it over and finishes the same objects.
      */
-    async abandon(project: string, key: string): Promise<void> {
-      const itemKey = Keys.idempotency(project, key)
+    async abandon(scope: Scope): Promise<void> {
+      const itemKey = Keys.idempotency(scope.project, scope.apiKeyId, scope.key)
       const existing = await store.get<IdempotencyRecord>(itemKey, { consistent: true })
       if (!existing || existing.data.response) return
       await store.update({ ...existing, data: { ...existing.data, reservedAt: 0 } })
     },
 
     /** Forget a reservation whose request was refused (4xx), so the client may send a corrected one. */
-    async release(project: string, key: string): Promise<void> {
-      await store.delete(Keys.idempotency(project, key))
+    async release(scope: Scope): Promise<void> {
+      await store.delete(Keys.idempotency(scope.project, scope.apiKeyId, scope.key))
     },
   }
 }

@@ -2,12 +2,13 @@
  * Jobs and their tasks. A job and its tasks share a partition: creating a job is one conditional put
  * of the job plus ceil(tasks / 25) batch writes of tasks; reading one is a single (paged) query.
  */
-import { countTasks, deriveJobStatus, isFinished, planKills } from "../control/job-status"
+import { countTasks, deriveJobStatus, isFinished } from "../control/job-status"
 import { applyOutcome, newTask } from "../control/task-state"
 import type { Job, JobSpec, Task } from "../model/job"
 import { isTerminalTask } from "../model/states"
 import type { Clock } from "../util/clock"
 import { iso } from "../util/clock"
+import { mapLimit } from "../util/concurrency"
 import { NotFoundError } from "../util/errors"
 import type { EventLog } from "./events"
 import { ActiveIndex, JobPartition, Keys, ListIndex } from "./keys"
@@ -20,6 +21,9 @@ import {
   type StoredItem,
   VersionConflictError,
 } from "./port"
+
+/** Task writes in flight at once during a cancel. */
+const KillConcurrency = 16
 
 export interface JobWithTasks {
   job: StoredItem<Job>
@@ -111,6 +115,19 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
       return found
     },
 
+    /** A page of a job's tasks, by index. */
+    async tasks(
+      project: string,
+      id: string,
+      options: { limit: number; cursor?: string },
+    ): Promise<{ items: Task[]; cursor?: string }> {
+      const page = await store.query<Task>(pkOf(project, id), {
+        skPrefix: JobPartition.taskPrefix,
+        ...options,
+      })
+      return { items: page.items.map((i) => i.data), cursor: page.cursor }
+    },
+
     async get(project: string, id: string): Promise<Job | undefined> {
       return (await store.get<Job>(Keys.job(project, id)))?.data
     },
@@ -143,17 +160,24 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
 
     /**
      * Recompute a job's counts and status from its tasks and store them (with an event when the status
-     * changes). A finished job leaves the active index.
+     * changes). The tasks are read after the job item on every attempt, so the write that wins always
+     * carries the newest counts. A finished job keeps its status (only its counts may still move) and
+     * leaves the active index.
      */
     async refresh(project: string, id: string, reason: string): Promise<Job | undefined> {
-      const loaded = await load(project, id)
-      if (!loaded) return undefined
-      const tasks = loaded.tasks.map((t) => t.data)
-      const counts = countTasks(tasks)
       let from: Job["status"] | undefined
-      const updated = await mutate<Job>(store, Keys.job(project, id), (item) => {
+      const updated = await mutate<Job>(store, Keys.job(project, id), async (item) => {
         const job = item.data
-        const status = deriveJobStatus(job.spec, counts, job.spec.tasks, job.cancelRequested)
+        const tasks = await queryAll((cursor) =>
+          store.query<Task>(pkOf(project, id), {
+            skPrefix: JobPartition.taskPrefix,
+            cursor,
+            consistent: true,
+          }),
+        )
+        const counts = countTasks(tasks.map((t) => t.data))
+        const derived = deriveJobStatus(job.spec, counts, job.spec.tasks, job.cancelRequested)
+        const status = isFinished(job.status) ? job.status : derived
         if (status === job.status && JSON.stringify(counts) === JSON.stringify(job.counts)) return undefined
         from = job.status
         const now = iso(clock.now())
@@ -174,6 +198,7 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
     /**
      * Cancel: mark the job, kill the tasks that hold nothing on a backend (PENDING ones) at once, and
      * leave live attempts to the reconcile tick, which stops them on the backend and marks them KILLED.
+     * Calling it again finishes a cancel that failed half-way.
      */
     async cancel(project: string, id: string): Promise<Job> {
       let requested = false
@@ -183,32 +208,43 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
         return { ...item, data: { ...item.data, cancelRequested: true, updatedAt: iso(clock.now()) } }
       })
       if (!marked) throw new NotFoundError("job", id)
-      if (!requested) return marked.data
-      await record(marked.data, {
-        from: marked.data.status,
-        to: marked.data.status,
-        reason: "cancel_requested",
-      })
+      if (isFinished(marked.data.status)) return marked.data
+      if (requested)
+        await record(marked.data, {
+          from: marked.data.status,
+          to: marked.data.status,
+          reason: "cancel_requested",
+        })
       const loaded = await load(project, id)
       const now = iso(clock.now())
       const idle = (loaded?.tasks ?? []).filter((t) => t.data.state === "PENDING")
-      const kills = planKills(
-        marked.data.spec,
-        idle.map((t) => t.data),
-        true,
-        now,
-      )
-      const byIndex = new Map(idle.map((t) => [t.data.index, t]))
-      await Promise.all(
-        kills.changed.map(async (task) => {
-          const stored = byIndex.get(task.index)!
-          try {
-            await store.update({ ...taskItem(marked.data, task), version: stored.version })
-          } catch (error) {
-            // The task moved meanwhile (e.g. it was just placed): the reconcile tick kills it instead.
-            if (!(error instanceof VersionConflictError)) throw error
-          }
-        }),
+      const killed = await mapLimit(idle, KillConcurrency, async (stored) => {
+        const result = applyOutcome(
+          stored.data,
+          { kind: "killed", reason: "cancelled" },
+          marked.data.spec,
+          now,
+        )
+        try {
+          await store.update({ ...taskItem(marked.data, result.task), version: stored.version })
+          return stored.data.index
+        } catch (error) {
+          // The task moved meanwhile (e.g. it was just placed): the reconcile tick kills it instead.
+          if (error instanceof VersionConflictError) return undefined
+          throw error
+        }
+      })
+      await events.recordMany(
+        project,
+        pkOf(project, id),
+        killed
+          .filter((index) => index !== undefined)
+          .map((index) => ({
+            entity: { kind: "task", id: `${id}/${index}` },
+            from: "PENDING",
+            to: "KILLED",
+            reason: "cancelled",
+          })),
       )
       return (await this.refresh(project, id, "cancelled")) ?? marked.data
     },

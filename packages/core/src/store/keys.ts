@@ -12,7 +12,7 @@
  * | task        | `P#<p>#JOB#<id>`           | `B#TASK#<00042>`| `ACTIVE#<p>#<b>#<n>` / `task#..`  |                          |
  * | worker      | `P#<p>#WORKER#<id>`        | `A#WORKER`      |                                   | `P#<p>#WORKERS` / b#id   |
  * | event       | (its object's pk)          | `E#<event id>`  |                                   |                          |
- * | idempotency | `P#<p>#IDEM#<sha256(key)>` | `IDEM`          |                                   |                          |
+ * | idempotency | `P#<p>#IDEM#<sha256(k,key)>`| `IDEM`          |                                   |                          |
  *
  * A job and its tasks share a partition, so `GET /v1/jobs/{id}` is one query (sk < `C`). Terminal
  * items drop their gsi1 keys, so ticks read O(active), not O(history). The active index is spread
@@ -46,8 +46,9 @@ export const Keys = {
     sk: `${JobPartition.taskPrefix}${pad(index)}`,
   }),
   worker: (p: string, id: string): Key => ({ pk: `P#${p}#WORKER#${id}`, sk: "A#WORKER" }),
-  idempotency: (p: string, key: string): Key => ({
-    pk: `P#${p}#IDEM#${createHash("sha256").update(key).digest("hex")}`,
+  /** Scoped to the API key that sent the request: another key's request with the same header is another request. */
+  idempotency: (p: string, apiKeyId: string, key: string): Key => ({
+    pk: `P#${p}#IDEM#${createHash("sha256").update(`${apiKeyId}\n${key}`).digest("hex")}`,
     sk: "IDEM",
   }),
   event: (pk: string, eventId: string): Key => ({ pk, sk: `E#${eventId}` }),

@@ -1,7 +1,7 @@
 /** Swarms: create-or-update by name, delete as desired state, listing, and saves from the reconciler. */
 import { isDeepStrictEqual } from "node:util"
 import { isSwarmActive, type PhaseChange, requestDelete, updateSpec } from "../control/swarm-phase"
-import type { Swarm, SwarmSpec } from "../model/swarm"
+import { type Swarm, SwarmSpec } from "../model/swarm"
 import type { Clock } from "../util/clock"
 import { iso } from "../util/clock"
 import { ConflictError, NotFoundError } from "../util/errors"
@@ -9,46 +9,11 @@ import type { EventLog } from "./events"
 import { ActiveIndex, Keys, ListIndex } from "./keys"
 import { ItemExistsError, type NewItem, type StateStore, type StoredItem, VersionConflictError } from "./port"
 
-/** The spec part of a swarm, for "did anything change" comparisons. */
-function specOf(swarm: Swarm | SwarmSpec): SwarmSpec {
-  const {
-    name,
-    model,
-    replicas,
-    gpusPerReplica,
-    cpusPerReplica,
-    memoryMiBPerReplica,
-    image,
-    command,
-    args,
-    env,
-    port,
-    healthPath,
-    backendId,
-    serving,
-    autoscaling,
-    labels,
-  } = swarm
-  return JSON.parse(
-    JSON.stringify({
-      name,
-      model,
-      replicas,
-      gpusPerReplica,
-      cpusPerReplica,
-      memoryMiBPerReplica,
-      image,
-      command,
-      args,
-      env,
-      port,
-      healthPath,
-      backendId,
-      serving,
-      autoscaling,
-      labels,
-    }),
-  )
+const specFields = Object.keys(SwarmSpec.shape) as (keyof SwarmSpec)[]
+
+/** The spec part of a swarm, normalised (no undefined fields), for "did anything change" comparisons. */
+function specOf(swarm: Swarm | SwarmSpec): Partial<SwarmSpec> {
+  return JSON.parse(JSON.stringify(Object.fromEntries(specFields.map((field) => [field, swarm[field]]))))
 }
 
 function toItem(swarm: Swarm): NewItem<Swarm> {
@@ -89,6 +54,7 @@ export function Swarms(store: StateStore, clock: Clock, events: EventLog) {
             phase: "PENDING",
             desired: "running",
             generation: 1,
+            observedGeneration: 0,
             replicaStatus: { ready: 0, total: spec.replicas, items: [] },
             createdAt: now,
             updatedAt: now,

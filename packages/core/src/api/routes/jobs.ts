@@ -3,7 +3,7 @@ import { createRoute } from "@hono/zod-openapi"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
-import { Job, JobDetail, JobListQuery, JobSpec } from "../../model/job"
+import { Job, JobDetail, JobListQuery, JobSpec, Task } from "../../model/job"
 import { Keys } from "../../store/keys"
 import { NotFoundError, VisibleError } from "../../util/errors"
 import { newId, seededId } from "../../util/ids"
@@ -22,6 +22,9 @@ import { resolveBackend } from "../resolve"
 
 const JobPage = pageOf(Job, "JobPage")
 const EventPage = pageOf(Event, "EventPage")
+const TaskPage = pageOf(Task, "TaskPage")
+/** Tasks in a job's detail; the rest are paged. Keeps the answer well inside Lambda's 6 MB. */
+const DetailTasks = 1000
 
 export function jobRoutes(app: App, deps: ApiDeps): void {
   app.openapi(
@@ -88,14 +91,40 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
       path: "/v1/jobs/{id}",
       tags: ["jobs"],
       summary: "Get a job with its tasks and their attempts",
+      description: `Tasks come by index, the first ${DetailTasks}; \`tasksNextCursor\` pages the rest through GET /v1/jobs/{id}/tasks.`,
       security,
       request: { params: idParam("Job") },
       responses: { 200: jsonResponse(JobDetail, "The job."), ...errors(401, 404) },
     }),
     async (c) => {
+      const project = c.get("caller").project
       const { id } = c.req.valid("param")
-      const { job, tasks } = await deps.repos.jobs.mustLoad(c.get("caller").project, id)
-      return c.json({ ...job.data, tasks: tasks.map((t) => t.data) }, 200)
+      const job = await deps.repos.jobs.get(project, id)
+      if (!job) throw new NotFoundError("job", id)
+      const tasks = await deps.repos.jobs.tasks(project, id, { limit: DetailTasks })
+      return c.json(
+        { ...job, tasks: tasks.items, ...(tasks.cursor ? { tasksNextCursor: tasks.cursor } : {}) },
+        200,
+      )
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/jobs/{id}/tasks",
+      tags: ["jobs"],
+      summary: "A page of a job's tasks with their attempts, by index",
+      security,
+      request: { params: idParam("Job"), query: PageQuery },
+      responses: { 200: jsonResponse(TaskPage, "A page of tasks."), ...errors(400, 401, 404) },
+    }),
+    async (c) => {
+      const project = c.get("caller").project
+      const { id } = c.req.valid("param")
+      if (!(await deps.repos.jobs.get(project, id))) throw new NotFoundError("job", id)
+      const page = await deps.repos.jobs.tasks(project, id, c.req.valid("query"))
+      return c.json({ items: page.items, ...(page.cursor ? { nextCursor: page.cursor } : {}) }, 200)
     },
   )
 

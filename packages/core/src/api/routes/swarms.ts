@@ -1,9 +1,10 @@
 /** `/v1/swarms`: create-or-update by name, list, get (optionally waiting for a phase), delete. */
 import { createRoute } from "@hono/zod-openapi"
+import { waitState } from "../../control/swarm-phase"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import type { SwarmPhase } from "../../model/states"
-import { Swarm, SwarmGetQuery, SwarmSpec } from "../../model/swarm"
+import { Swarm, SwarmGetQuery, SwarmRequest } from "../../model/swarm"
 import type { Clock } from "../../util/clock"
 import { requireRole } from "../auth"
 import { type ApiDeps, enqueue } from "../context"
@@ -21,11 +22,7 @@ import { resolveBackend } from "../resolve"
 const SwarmPage = pageOf(Swarm, "SwarmPage")
 const PollMs = 1000
 
-/** Phases after which waiting for another phase is pointless. */
-const settled = (phase: SwarmPhase, wanted: SwarmPhase) =>
-  phase === wanted || phase === "FAILED" || phase === "STOPPED"
-
-/** Poll until the swarm reaches `wanted` (or settles elsewhere) or the deadline passes. */
+/** Poll until the swarm reaches `wanted`, comes to rest elsewhere, or the deadline passes. */
 async function waitFor(
   load: () => Promise<Swarm>,
   wanted: SwarmPhase,
@@ -35,8 +32,8 @@ async function waitFor(
   const deadline = clock.now() + timeoutS * 1000
   for (;;) {
     const swarm = await load()
-    if (swarm.phase === wanted) return { swarm, result: "reached" }
-    if (settled(swarm.phase, wanted)) return { swarm, result: "settled" }
+    const state = waitState(swarm, wanted)
+    if (state !== "waiting") return { swarm, result: state }
     const left = deadline - clock.now()
     if (left <= 0) return { swarm, result: "timeout" }
     await clock.sleep(Math.min(PollMs, left))
@@ -54,7 +51,7 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
         "Answers 202: the control loop moves the swarm through PENDING → INITIALIZING → RUNNING. " +
         "`Swarmplane-Created: true|false` tells whether it was created.",
       security,
-      request: { headers: idempotencyHeader, body: jsonBody(SwarmSpec, "The swarm spec.") },
+      request: { headers: idempotencyHeader, body: jsonBody(SwarmRequest, "The swarm spec.") },
       responses: { 202: jsonResponse(Swarm, "Accepted."), ...errors(400, 401, 403, 409, 422) },
     }),
     async (c) => {
@@ -105,7 +102,7 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
       tags: ["swarms"],
       summary: "Get a swarm; with `wait`, answer once it reaches that phase",
       description:
-        "With `?wait=RUNNING&timeoutS=20` the answer comes when the swarm is RUNNING, has settled in FAILED or STOPPED, " +
+        "With `?wait=RUNNING&timeoutS=20` the answer comes when the swarm is RUNNING on its current generation, has come to rest in FAILED or STOPPED, " +
         "or the timeout passed; header `Swarmplane-Wait` says which (`reached`, `settled`, `timeout`). Clients loop for longer waits.",
       security,
       request: { params: nameParam("Swarm"), query: SwarmGetQuery },

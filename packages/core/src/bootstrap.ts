@@ -1,0 +1,37 @@
+/**
+ * Bootstrapping a control plane: the operator project and its first admin key. The local control
+ * plane does it on every start; a deployment runs `scripts/bootstrap.ts` once (through `sst shell`),
+ * which prints the key. An operator with access to the deployment can mint another admin key
+ * (`--new-key`) when the first is lost.
+ */
+import type { ApiKeyInfo } from "./model/project"
+import type { Runtime } from "./runtime"
+
+export interface BootstrapResult {
+  projectCreated: boolean
+  /** The new admin key, when one was made (shown once). */
+  adminKey?: ApiKeyInfo & { key: string }
+}
+
+export async function bootstrapOperator(
+  rt: Pick<Runtime, "repos" | "operatorProject">,
+  options: { newKey?: boolean; key?: string; keyName?: string } = {},
+): Promise<BootstrapResult> {
+  const { projects } = rt.repos
+  let projectCreated = false
+  if (!(await projects.get(rt.operatorProject))) {
+    try {
+      await projects.create(rt.operatorProject, "Operators")
+      projectCreated = true
+    } catch (error) {
+      // Another bootstrap won the race: the project exists, which is all that matters.
+      if (!(await projects.get(rt.operatorProject))) throw error
+    }
+  }
+  if (!projectCreated && !options.newKey && !options.key) return { projectCreated }
+  const adminKey = await projects.createKey(rt.operatorProject, "admin", {
+    name: options.keyName ?? "operator admin key",
+    ...(options.key ? { key: options.key } : {}),
+  })
+  return { projectCreated, adminKey }
+}
