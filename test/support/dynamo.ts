@@ -4,7 +4,7 @@
  * drops every table.
  */
 import type { ChildProcess } from "node:child_process"
-import type { AddressInfo, Server } from "node:net"
+import type { AddressInfo } from "node:net"
 import { createServer } from "node:net"
 import { ListTablesCommand } from "@aws-sdk/client-dynamodb"
 import { dynamoClient, startDynalite as startEmbeddedDynalite } from "@swarmplane/core/local/servers"

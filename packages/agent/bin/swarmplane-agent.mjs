@@ -1,4 +1,9 @@
 #!/usr/bin/env node
-// The swarmplane worker agent is an empty shell in this release: it comes with the worker-daemon backend.
-process.stderr.write("swarmplane-agent: the worker agent is not available in this release yet.\n")
-process.exit(2)
+// Launcher of the swarmplane agent: runs its TypeScript source directly (tsx's loader, registered for
+// this process only), so the agent works from a checkout without a build step.
+import { register } from "tsx/esm/api"
+
+register()
+const { main } = await import("../src/main.ts")
+// Exit explicitly: idle keep-alive sockets must not keep a finished agent alive.
+process.exit(await main(process.argv.slice(2)))

@@ -3,7 +3,7 @@
  * over a store, the queue, clock, logger and secrets. `functions/deps.ts` builds it from the deployed
  * resources; `functions/local.ts` from the embedded servers; tests from memory adapters.
  */
-import type { ApiDeps } from "./api/context"
+import type { Providers } from "./backends/workers/providers"
 import type { ScheduleQueue } from "./queue/port"
 import { Repos } from "./store"
 import type { StateStore } from "./store/port"
@@ -19,8 +19,19 @@ export interface Secrets {
   get(project: string, name: string): Promise<string>
 }
 
-export interface Runtime extends ApiDeps {
+export interface Runtime {
+  repos: Repos
+  queue: ScheduleQueue
+  clock: Clock
+  logger: Logger
+  /** HMAC pepper for key hashes and the encryption of stored idempotent responses. */
+  pepper: string
+  version: string
+  /** Project whose admin keys may create projects (the one bootstrap makes first). */
+  operatorProject: string
   secrets: Secrets
+  /** Scale-group providers available where this runtime runs (`local` only on the local control plane). */
+  providers: Providers
 }
 
 export interface RuntimeOptions {
@@ -29,6 +40,7 @@ export interface RuntimeOptions {
   logger: Logger
   pepper: string
   secrets: Secrets
+  providers?: Providers
   clock?: Clock
   version?: string
   operatorProject?: string
@@ -46,6 +58,7 @@ export function createRuntime(options: RuntimeOptions): Runtime {
     logger: options.logger,
     pepper: options.pepper,
     secrets: options.secrets,
+    providers: options.providers ?? {},
     version: options.version ?? Version,
     operatorProject: options.operatorProject ?? DefaultOperatorProject,
   }

@@ -620,7 +620,7 @@ describe("workers", () => {
     expect(reg.status).toBe(201)
     expect(reg.json).toMatchObject({
       worker: { backendId: "local", health: "healthy" },
-      heartbeatIntervalS: 10,
+      heartbeatIntervalS: 5,
     })
     api.clock.advance(7000)
     const hb = await api.call("POST", `/v1/workers/${reg.json.worker.id}/heartbeat`, {

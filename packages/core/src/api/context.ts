@@ -1,21 +1,10 @@
 /** What the API needs from its composition root, and the per-request values its middleware sets. */
 import type { Caller } from "../model/project"
-import type { ScheduleQueue, ScheduleRequest } from "../queue/port"
-import type { Repos } from "../store"
-import type { Clock } from "../util/clock"
-import type { Logger } from "../util/logger"
+import type { ScheduleRequest } from "../queue/port"
+import type { Runtime } from "../runtime"
 
-export interface ApiDeps {
-  repos: Repos
-  queue: ScheduleQueue
-  clock: Clock
-  logger: Logger
-  /** HMAC pepper for key hashes and the encryption of stored idempotent responses. */
-  pepper: string
-  version: string
-  /** Project whose admin keys may create projects (the one `npm start` makes first). */
-  operatorProject: string
-}
+/** What the API needs: the runtime (the API builds backends to fetch logs). */
+export type ApiDeps = Runtime
 
 export interface ApiEnv {
   Variables: {

@@ -4,7 +4,7 @@
  * refused request wrote nothing.
  */
 import { MemoryQueue } from "../queue/memory"
-import { Repos } from "../store"
+import { createRuntime } from "../runtime"
 import { MemoryStore } from "../store/memory"
 import type { StateStore } from "../store/port"
 import { FakeClock } from "../util/clock"
@@ -48,8 +48,16 @@ export async function testApi(options: { store?: StateStore } = {}) {
   const queue = MemoryQueue({ clock })
   const logger = memoryLogger()
   const pepper = "test-pepper"
-  const repos = Repos(store, clock, logger, pepper)
-  const deps: ApiDeps = { repos, queue, clock, logger, pepper, version: "test", operatorProject: "default" }
+  const deps: ApiDeps = createRuntime({
+    store,
+    queue,
+    clock,
+    logger,
+    pepper,
+    version: "test",
+    secrets: { get: async () => "" },
+  })
+  const repos = deps.repos
   await repos.projects.create("default")
   const { key: adminKey } = await repos.projects.createKey("default", "admin")
   const app = createApp(deps)

@@ -5,7 +5,8 @@
  */
 import { parseScheduleRequest, type ScheduleRequest } from "../queue/port"
 import type { Runtime } from "../runtime"
-import { isRetryable } from "../util/errors"
+import { BackendError, isRetryable } from "../util/errors"
+import { reconcilePass } from "./reconcile"
 
 export interface ScheduleMessage {
   id: string
@@ -13,24 +14,32 @@ export interface ScheduleMessage {
   receiveCount: number
 }
 
-export type ScheduleOutcome = "dropped" | "gone" | "noted"
+export type ScheduleOutcome = "gone" | "passed" | "deferred"
 
 /**
- * Look at one object and move it toward its desired state. Placement and submission belong to the
- * backends (`TaskBackend.schedule`, `ServingBackend.createOrUpdate`); until a backend implements them,
- * the request is only checked against the store, and the reconcile tick finds the work in the active
- * index.
+ * Look at one object and move it toward its desired state now, rather than at the next tick: run a
+ * control-loop pass over its backend. When another pass holds the backend's lease, that pass (which
+ * repeats every few seconds while there is work) picks the object up.
  */
 export async function scheduleOne(rt: Runtime, request: ScheduleRequest): Promise<ScheduleOutcome> {
   const { repos } = rt
+  let backendId: string | undefined
   switch (request.kind) {
     case "job":
-      return (await repos.jobs.get(request.project, request.id)) ? "noted" : "gone"
+      backendId = (await repos.jobs.get(request.project, request.id))?.backendId
+      break
     case "swarm":
-      return (await repos.swarms.get(request.project, request.id)) ? "noted" : "gone"
+      backendId = (await repos.swarms.get(request.project, request.id))?.backendId
+      break
     case "backend":
-      return (await repos.backends.get(request.project, request.id)) ? "noted" : "gone"
+      backendId = request.id
+      break
   }
+  const backend = backendId ? await repos.backends.get(request.project, backendId) : undefined
+  if (!backend) return "gone"
+  const pass = await reconcilePass(rt, backend, `schedule-${process.pid}`)
+  if (pass.error) throw new BackendError(pass.error, true)
+  return pass.ran ? "passed" : "deferred"
 }
 
 /** Handle a batch; returns the ids of messages to retry. */

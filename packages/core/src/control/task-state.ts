@@ -7,6 +7,7 @@
  * a new `attemptUid`.
  */
 import type { Attempt, Task } from "../model/job"
+import type { Outcome } from "../model/outcome"
 import {
   type AttemptState,
   FailedTaskStates,
@@ -28,18 +29,7 @@ export interface RetryPolicy {
   maxRetriesPreemption: number
 }
 
-/** What was observed or decided about a task's current attempt. */
-export type Outcome =
-  | { kind: "assigned"; attemptUid: string; target?: string }
-  | { kind: "building"; attemptUid: string }
-  | { kind: "running"; attemptUid: string; target?: string }
-  | { kind: "succeeded"; attemptUid: string; exitCode?: number }
-  | { kind: "failed"; attemptUid: string; exitCode?: number; reason: string; message?: string }
-  | { kind: "worker_failed"; attemptUid: string; reason: string; message?: string }
-  | { kind: "preempted"; attemptUid: string; reason: string; message?: string }
-  | { kind: "killed"; reason: string; message?: string }
-  | { kind: "unschedulable"; reason: string; message?: string }
-  | { kind: "cosched_failed"; reason: string; message?: string }
+export type { Outcome }
 
 /** Legal task transitions. PENDING may be re-entered from a live state (a retry). */
 export const TaskTransitions: Record<TaskState, readonly TaskState[]> = {
@@ -126,6 +116,7 @@ export function applyOutcome(task: Task, outcome: Outcome, policy: RetryPolicy, 
         state: "ASSIGNED",
         createdAt: nowIso,
         ...(outcome.target ? { target: outcome.target } : {}),
+        ...(outcome.workerId ? { workerId: outcome.workerId } : {}),
       }
       return {
         task: { ...base, state: "ASSIGNED", attempts: [...task.attempts, attempt].slice(-MaxAttemptsKept) },
@@ -227,6 +218,31 @@ function withLast(task: Task, patch: Partial<Attempt>): Attempt[] {
   const last = attempts.at(-1)
   if (last) attempts[attempts.length - 1] = { ...last, ...patch }
   return attempts
+}
+
+/**
+ * Record where a live replica or router listens and whether it is ready. Not a state change; stale
+ * reports (another attempt, a task no longer live) change nothing.
+ */
+export function noteServing(
+  task: Task,
+  report: { attemptUid: string; endpoint?: string; ready?: boolean },
+  nowIso: string,
+): Applied {
+  const current = currentAttempt(task)
+  if (!current || current.attemptUid !== report.attemptUid) return unchanged(task)
+  if (current.endpoint === report.endpoint && Boolean(current.ready) === Boolean(report.ready))
+    return unchanged(task)
+  const patch: Partial<Attempt> = {
+    ready: Boolean(report.ready),
+    ...(report.endpoint ? { endpoint: report.endpoint } : {}),
+  }
+  return {
+    task: { ...task, attempts: withLast(task, patch), updatedAt: nowIso },
+    changed: true,
+    stop: [],
+    retried: false,
+  }
 }
 
 /**

@@ -1,61 +1,85 @@
 /**
- * The reconcile and autoscale ticks. Each walks the registered backends and reads only the sparse
- * active index, so an idle control plane costs one query per backend partition and nothing else.
- * Per-backend reconcile and autoscale (leases, substrate observation, transitions) plug in here through
- * the backends' `reconcile`/`autoscale`.
+ * The reconcile and autoscale ticks. Each walks the registered backends; a backend with nothing
+ * active (no items in its sparse active index, no live workers) costs a few one-item queries and
+ * nothing else, so an idle control plane costs almost nothing. A failing backend is reported in its
+ * status and skipped; the others go on.
  */
+import { createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
 import type { Runtime } from "../runtime"
 import { ActiveIndex } from "../store/keys"
-
-export interface BackendTickReport {
-  project: string
-  backendId: string
-  active: number
-  error?: string
-}
+import { activeWork } from "./active"
+import { type PassReport, reconcilePass } from "./reconcile"
 
 export interface TickReport {
-  backends: BackendTickReport[]
-  /** Backends with active work. */
+  backends: PassReport[]
+  /** Backends with active work (the tick should come again soon). */
   busy: number
 }
 
-/** How many active items a backend has, up to `cap` (enough to tell idle from busy cheaply). */
-async function activeCount(rt: Runtime, backend: Backend, cap = 100): Promise<number> {
-  let n = 0
-  for (const pk of ActiveIndex.partitions(backend.project, backend.id)) {
-    const page = await rt.repos.store.queryIndex("active", pk, { limit: cap })
-    n += page.items.length
-  }
-  return n
+/** Whether a backend has anything to look after: active items, or workers that are not dead. */
+async function hasWork(rt: Runtime, backend: Backend): Promise<boolean> {
+  for (const pk of ActiveIndex.partitions(backend.project, backend.id))
+    if ((await rt.repos.store.queryIndex("active", pk, { limit: 1 })).items.length) return true
+  if (backend.kind !== "worker-daemon") return false
+  return (await rt.repos.workers.list(backend.project, backend.id)).some((w) => w.health !== "dead")
 }
 
-async function eachBackend(rt: Runtime, visit: (backend: Backend) => Promise<number>): Promise<TickReport> {
+async function eachBackend(
+  rt: Runtime,
+  visit: (backend: Backend) => Promise<PassReport>,
+): Promise<TickReport> {
   const backends = await rt.repos.backends.listAll()
   const reports = await Promise.all(
-    backends.map(async (backend): Promise<BackendTickReport> => {
+    backends.map(async (backend): Promise<PassReport> => {
+      const idle: PassReport = {
+        project: backend.project,
+        backendId: backend.id,
+        ran: false,
+        active: 0,
+        placed: 0,
+        transitions: 0,
+      }
       try {
-        return { project: backend.project, backendId: backend.id, active: await visit(backend) }
+        return (await hasWork(rt, backend)) ? await visit(backend) : idle
       } catch (error) {
-        // A failing backend is reported and skipped; the others go on.
         const message = error instanceof Error ? error.message : String(error)
         rt.logger.warn(`backend ${backend.project}/${backend.id} skipped this tick: ${message}`)
-        return { project: backend.project, backendId: backend.id, active: 0, error: message }
+        return { ...idle, error: message }
       }
     }),
   )
-  return { backends: reports, busy: reports.filter((r) => r.active > 0).length }
+  return { backends: reports, busy: reports.filter((r) => r.active > 0 || r.placed > 0).length }
 }
 
-/** One reconcile pass over every backend. */
-export function reconcileTick(rt: Runtime): Promise<TickReport> {
-  return eachBackend(rt, (backend) => activeCount(rt, backend))
+/** One reconcile pass over every backend. `owner` names this process in the leases. */
+export function reconcileTick(rt: Runtime, owner = `tick-${process.pid}`): Promise<TickReport> {
+  return eachBackend(rt, (backend) => reconcilePass(rt, backend, owner))
 }
 
-/** One autoscale pass over every worker-daemon backend. */
-export function autoscaleTick(rt: Runtime): Promise<TickReport> {
-  return eachBackend(rt, async (backend) => (backend.kind === "worker-daemon" ? activeCount(rt, backend) : 0))
+/** One autoscale pass over every worker-daemon backend with scale groups. */
+export function autoscaleTick(rt: Runtime, owner = `autoscale-${process.pid}`): Promise<TickReport> {
+  return eachBackend(rt, async (record) => {
+    const report: PassReport = {
+      project: record.project,
+      backendId: record.id,
+      ran: false,
+      active: 0,
+      placed: 0,
+      transitions: 0,
+    }
+    if (record.config.type !== "workers" || !record.config.scaleGroups.length) return report
+    const lease = await rt.repos.leases.acquire(record.project, record.id, "autoscale", owner, 60_000)
+    if (!lease) return report
+    try {
+      const work = await activeWork(rt, record)
+      const backend = createBackend(record, rt)
+      await backend.autoscale({ pending: work.pending, live: work.live })
+      return { ...report, ran: true, active: work.count }
+    } finally {
+      await rt.repos.leases.release(lease)
+    }
+  })
 }
 
 /**

@@ -9,17 +9,21 @@
 import { randomBytes } from "node:crypto"
 import { existsSync } from "node:fs"
 import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises"
+import { availableParallelism, totalmem } from "node:os"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { serve } from "@hono/node-server"
 import { createApp } from "../api/app"
 import { bootstrapOperator } from "../bootstrap"
 import { handleScheduleBatch } from "../control/schedule"
 import { autoscaleTick, reconcileTick, tickWhileBusy } from "../control/ticks"
+import { BackendConfig } from "../model/backend"
 import { ensureQueues, SqsQueue } from "../queue/sqs"
 import { createRuntime, type Runtime } from "../runtime"
 import { FileSecrets } from "../secrets/files"
 import { DynamoStore, ensureTable } from "../store/dynamo"
 import type { Logger } from "../util/logger"
+import { LocalProvider } from "./provider"
 import { dynamoClient, type Embedded, sqsClient, startDynalite, startFauxqs } from "./servers"
 
 export interface LocalOptions {
@@ -33,6 +37,10 @@ export interface LocalOptions {
   adminKey?: string
   /** Where the CLI's config lives; a `local` profile is written there. Undefined: write none. */
   cliConfigDir?: string
+  /** Register the `local` workers backend on start (default true). */
+  localBackend?: boolean
+  /** The agent launcher the local provider runs (default: this checkout's). */
+  agentBin?: string
   /** Tick periods, ms. */
   reconcileEveryMs?: number
   autoscaleEveryMs?: number
@@ -102,6 +110,46 @@ async function writeCliProfile(dir: string, api: string, key: string): Promise<s
   return file
 }
 
+const defaultAgentBin = fileURLToPath(new URL("../../../agent/bin/swarmplane-agent.mjs", import.meta.url))
+
+/** The key local agents register with (a `write` key of the operator project), kept in the data folder. */
+async function ensureWorkerKey(rt: Runtime, file: string): Promise<string> {
+  if (existsSync(file)) {
+    const saved = (await readFile(file, "utf8")).trim()
+    if (await rt.repos.projects.verifyKey(saved)) return saved
+  }
+  const { key } = await rt.repos.projects.createKey(rt.operatorProject, "write", { name: "local workers" })
+  await writeFile(file, `${key}\n`, { mode: 0o600 })
+  return key
+}
+
+/**
+ * The `local` backend a new user runs work on with no setup: worker agents on this machine, started
+ * by the autoscaler as work arrives (up to one per CPU) and stopped when idle. Each offers the machine
+ * (they share it, as processes do).
+ */
+async function ensureLocalBackend(rt: Runtime): Promise<void> {
+  if (await rt.repos.backends.get(rt.operatorProject, "local")) return
+  const cpus = availableParallelism()
+  const config = BackendConfig.parse({
+    type: "workers",
+    displayName: "This machine",
+    heartbeatIntervalS: 1,
+    heartbeatGraceS: 15,
+    scaleGroups: [
+      {
+        name: "local",
+        provider: { type: "local" },
+        min: 0,
+        max: cpus,
+        resources: { cpu: cpus, memoryMiB: Math.floor((totalmem() / 1024 / 1024) * 0.8) },
+        idleTimeoutS: 60,
+      },
+    ],
+  })
+  await rt.repos.backends.put(rt.operatorProject, "local", config)
+}
+
 /** A loop that runs `body` every `everyMs` without overlapping itself, until stopped. */
 function every(everyMs: number, body: () => Promise<void>, logger: Logger) {
   let stopped = false
@@ -156,13 +204,25 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
     const pepper = (
       await readOrCreate(join(options.dataDir, "api-pepper"), () => randomBytes(32).toString("base64url"))
     ).value
+    let connection: { api: string; token: string } | undefined
+    const provider = LocalProvider({
+      agentBin: options.agentBin ?? defaultAgentBin,
+      logDir: join(options.dataDir, "workers"),
+      logger,
+      connection: () => {
+        if (!connection) throw new Error("the API is not listening yet")
+        return connection
+      },
+    })
     const runtime = createRuntime({
       store: DynamoStore({ client: dynamo, tableName: TableName }),
       queue: SqsQueue({ client: sqs, queueUrl }),
       logger,
       pepper,
       secrets: FileSecrets(join(options.dataDir, "secrets")),
+      providers: { local: provider },
     })
+    // Agents stop before the API and the store go away (stops run in reverse).
 
     // 4. Bootstrap: the operator project and its admin key (kept in the data folder for later starts).
     const keyFile = join(options.dataDir, "admin-key")
@@ -178,6 +238,8 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
     const adminKeyCreated = !adminKey
     adminKey = boot.adminKey?.key ?? adminKey!
     await writeFile(keyFile, `${adminKey}\n`, { mode: 0o600 })
+    const workerKey = await ensureWorkerKey(runtime, join(options.dataDir, "worker-key"))
+    if (options.localBackend !== false) await ensureLocalBackend(runtime)
 
     // 5. HTTP server.
     const app = createApp(runtime)
@@ -210,6 +272,8 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
     const port = typeof address === "object" && address ? address.port : options.port
     const url = `http://${options.host}:${port}`
     if (options.cliConfigDir) await writeCliProfile(options.cliConfigDir, url, adminKey)
+    connection = { api: url, token: workerKey }
+    stops.push(() => provider.stopAll())
 
     // 6. Schedule consumer and ticks.
     const queue = runtime.queue
@@ -225,7 +289,7 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
         logger,
       ),
     )
-    const reconcileEvery = options.reconcileEveryMs ?? 5_000
+    const reconcileEvery = options.reconcileEveryMs ?? 1_000
     stops.push(
       every(
         reconcileEvery,
@@ -240,7 +304,7 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
       ),
     )
     stops.push(
-      every(options.autoscaleEveryMs ?? 15_000, async () => void (await autoscaleTick(runtime)), logger),
+      every(options.autoscaleEveryMs ?? 2_000, async () => void (await autoscaleTick(runtime)), logger),
     )
 
     return { url, adminKey, adminKeyCreated, runtime, stop: stopAll }

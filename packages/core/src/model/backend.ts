@@ -328,6 +328,13 @@ export const WorkersBackendConfig = z
       .max(Limits.scaleGroups)
       .default([])
       .describe("Autoscaled groups of workers."),
+    heartbeatIntervalS: z
+      .number()
+      .int()
+      .min(1)
+      .max(300)
+      .default(5)
+      .describe("How often agents heartbeat; new work reaches a worker within this time."),
     heartbeatGraceS: z
       .number()
       .int()
@@ -344,6 +351,10 @@ export const WorkersBackendConfig = z
       .describe("How long dead workers are kept for inspection before they are pruned."),
   })
   .strict()
+  .refine((c) => c.heartbeatIntervalS * 2 <= c.heartbeatGraceS, {
+    message: "heartbeatGraceS must be at least twice heartbeatIntervalS",
+    path: ["heartbeatGraceS"],
+  })
   .refine((c) => new Set(c.scaleGroups.map((g) => g.name)).size === c.scaleGroups.length, {
     message: "scale group names must be unique",
     path: ["scaleGroups"],

@@ -99,14 +99,16 @@ export const Constraint = z
   .object({
     key: attributeKey.describe("Attribute name, e.g. `accelerator`, `partition`, `zone`."),
     op: z
-      .enum(["eq", "ne", "exists", "in"])
-      .describe("`eq`/`ne` compare with `value`; `in` matches any of `values`; `exists` needs only the key."),
+      .enum(["eq", "ne", "exists", "not_exists", "in", "gt", "ge", "lt", "le"])
+      .describe(
+        "`eq`/`ne` compare with `value`; `in` matches any of `values`; `exists`/`not_exists` test the key; `gt`/`ge`/`lt`/`le` compare numbers.",
+      ),
     value: attributeValue.optional().describe("Value for `eq` and `ne`."),
     values: z.array(attributeValue).min(1).max(64).optional().describe("Values for `in`."),
   })
   .strict()
   .superRefine((c, ctx) => {
-    if ((c.op === "eq" || c.op === "ne") && c.value === undefined)
+    if (["eq", "ne", "gt", "ge", "lt", "le"].includes(c.op) && c.value === undefined)
       ctx.addIssue({
         code: "custom",
         path: ["value"],

@@ -128,6 +128,9 @@ export const Attempt = z
       .string()
       .optional()
       .describe("Where it runs: a worker id, a Slurm job id, a pod or Lepton job name."),
+    workerId: z.string().optional().describe("Worker that runs it (`workers` backends)."),
+    endpoint: z.string().optional().describe("Where a replica or router listens, once it does."),
+    ready: z.boolean().optional().describe("For replicas and routers: the health check passes."),
     createdAt: Timestamp.describe("When the attempt was minted."),
     startedAt: Timestamp.optional().describe("When it started running."),
     finishedAt: Timestamp.optional().describe("When it ended."),
@@ -168,6 +171,18 @@ export const Job = z
     status: JobStatus.describe("PENDING, RUNNING, SUCCEEDED, FAILED or CANCELLED, derived from the tasks."),
     counts: TaskCounts.describe("Tasks per state."),
     cancelRequested: z.boolean().describe("True once cancel was asked for."),
+    serving: z
+      .object({
+        swarm: Name.describe("The swarm this job serves."),
+        generation: z.number().int().describe("The swarm generation it serves."),
+        replicas: z
+          .number()
+          .int()
+          .describe("Tasks 0..replicas-1 are replicas; task `replicas` is the router."),
+        healthPath: z.string().describe("Path of the replicas' health check."),
+      })
+      .optional()
+      .describe("Set on the internal job that runs a swarm's replicas and router on a `workers` backend."),
     message: z.string().optional().describe("Latest detail, e.g. why the job failed."),
     createdAt: Timestamp.describe("When the job was submitted."),
     updatedAt: Timestamp.describe("When it last changed."),

@@ -5,7 +5,7 @@
  */
 import { z } from "@hono/zod-openapi"
 import { Attributes, Command, Env, Name, Resources, Timestamp } from "./common"
-import { AttemptState, WorkerHealth } from "./states"
+import { WorkerHealth } from "./states"
 
 export const RegisterWorkerRequest = z
   .object({
@@ -24,6 +24,11 @@ export const RegisterWorkerRequest = z
       'Attributes the worker advertises, e.g. `{ "accelerator": "h100" }`.',
     ),
     agentVersion: z.string().max(64).optional().describe("Version of the agent."),
+    instanceId: z
+      .string()
+      .max(128)
+      .optional()
+      .describe("Id the scale group's provider gave the machine or process, to match it on scale-down."),
   })
   .strict()
   .openapi("RegisterWorkerRequest")
@@ -42,21 +47,44 @@ export const Worker = z
       "`healthy`, `suspect` (late heartbeat) or `dead` (silent past the grace period).",
     ),
     lastSeen: Timestamp.describe("Time of the last heartbeat."),
+    idleSince: Timestamp.optional().describe(
+      "Since when the worker has had nothing to run (the autoscaler stops idle workers).",
+    ),
     registeredAt: Timestamp.describe("When it registered."),
     agentVersion: z.string().optional().describe("Version of the agent."),
+    instanceId: z.string().optional().describe("The provider's id of the machine or process."),
   })
   .openapi("Worker")
 export type Worker = z.infer<typeof Worker>
 
+/** What an agent reports of one attempt it knows of. */
 export const ObservedAttempt = z
   .object({
     attemptUid: z.string().max(128).describe("Attempt the worker runs or ran."),
-    state: AttemptState.describe("What the worker sees of it."),
+    state: z
+      .enum(["RUNNING", "SUCCEEDED", "FAILED", "KILLED"])
+      .describe(
+        "`RUNNING` (process started), `SUCCEEDED` (exit 0), `FAILED` (non-zero exit or could not start), `KILLED` (stopped when told).",
+      ),
     exitCode: z.number().int().optional().describe("Exit code, once it exited."),
-    message: z.string().max(4096).optional().describe("Detail, e.g. the last line of output."),
+    message: z.string().max(4096).optional().describe("Detail, e.g. why it could not start."),
+    endpoint: z
+      .string()
+      .max(256)
+      .optional()
+      .describe("`http://host:port` where a replica or router listens."),
+    ready: z.boolean().optional().describe("For replicas and routers: the health check passes."),
+    logTail: z
+      .string()
+      .max(32 * 1024)
+      .optional()
+      .describe(
+        "The last lines of output (stdout and stderr), sent when they changed since the last heartbeat.",
+      ),
   })
   .strict()
   .openapi("ObservedAttempt")
+export type ObservedAttempt = z.infer<typeof ObservedAttempt>
 
 export const HeartbeatRequest = z
   .object({
@@ -69,16 +97,29 @@ export const HeartbeatRequest = z
   .strict()
   .openapi("HeartbeatRequest")
 
+/** One attempt the control plane wants on a worker. The set in a heartbeat answer is complete. */
 export const DesiredAttempt = z
   .object({
-    attemptUid: z.string().describe("Attempt id."),
+    attemptUid: z.string().describe("Attempt id; also `ATTEMPT_UID` in the process's environment."),
     action: z.enum(["run", "stop"]).describe("`run`: keep it running (start it if new); `stop`: kill it."),
-    jobId: z.string().describe("Job of the attempt."),
+    kind: z
+      .enum(["task", "replica", "router"])
+      .describe(
+        "`task` runs to completion; `replica` serves on `PORT` until stopped; `router` is the agent's own proxy over `upstreams`.",
+      ),
+    jobId: z.string().describe("Job of the attempt (for replicas and routers: the swarm's serving job)."),
     taskIndex: z.number().int().describe("Task index (`SHARD_ID`)."),
-    command: Command.optional().describe("Command to run (for `run`)."),
-    env: Env.optional().describe("Environment to run with (for `run`)."),
+    command: Command.optional().describe(
+      "argv to run; a first element `swarmplane-agent` means the agent's own program.",
+    ),
+    env: Env.optional().describe(
+      "Environment to run with, besides `PORT` which the agent picks for replicas.",
+    ),
+    healthPath: z.string().optional().describe("For replicas: path that answers 200 once ready."),
+    upstreams: z.array(z.string()).optional().describe("For routers: the endpoints of the ready replicas."),
   })
   .openapi("DesiredAttempt")
+export type DesiredAttempt = z.infer<typeof DesiredAttempt>
 
 export const HeartbeatResponse = z
   .object({

@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BackendError } from "../util/errors"
 import {
+  FencedError,
   InvalidCursorError,
   ItemExistsError,
   type Key,
@@ -250,6 +251,20 @@ export function storeContract(
         store.query(pk, { filter: { "spec.swarm": "a", status: "ok" }, limit: 2, cursor }),
       )
       expect(a.map((item) => item.sk)).toEqual(["i#001", "i#003", "i#005"])
+    })
+
+    it("refuses a write under an older fence, whatever its version", async () => {
+      const pk = fresh("fence")
+      const created = await store.create(thing(pk, "item", { n: 0 }))
+      const newer = await store.update({ ...created, data: { n: 1 }, fence: 7 })
+      expect(newer.fence).toBe(7)
+      await expect(store.update({ ...newer, data: { n: 2 }, fence: 6 })).rejects.toBeInstanceOf(FencedError)
+      expect((await store.get(created))?.data).toEqual({ n: 1 })
+      const same = await store.update({ ...newer, data: { n: 3 }, fence: 7 })
+      expect(same.data).toEqual({ n: 3 })
+      await expect(store.update({ ...newer, data: { n: 4 }, fence: 8 })).rejects.toBeInstanceOf(
+        VersionConflictError,
+      )
     })
 
     it("pages past 1 MB: a 3 MB partition comes back in several pages, each item once, in order", async () => {

@@ -27,8 +27,8 @@ import { type Clock, systemClock } from "../util/clock"
 import { BackendError } from "../util/errors"
 import { compareUtf8, decodeCursor, encodeCursor } from "./cursor"
 import {
+  FencedError,
   type IndexName,
-  InvalidCursorError,
   ItemExistsError,
   type Key,
   type NewItem,
@@ -162,7 +162,7 @@ export function DynamoStore(opts: DynamoStoreOptions): StateStore {
     }
   }
 
-  return {
+  const store: StateStore = {
     async get<T>(key: Key, options: { consistent?: boolean } = {}) {
       const out = await send("GetItem", () =>
         doc.send(
@@ -216,21 +216,37 @@ export function DynamoStore(opts: DynamoStoreOptions): StateStore {
 
     async update<T>(item: StoredItem<T>) {
       const row = toRow({ ...item, version: item.version + 1 })
+      const fenced = item.fence !== undefined
       // A full replace: attributes the new item lacks (e.g. the gsi1 keys of a finished item) go away.
-      await send(
-        "PutItem",
-        () =>
-          doc.send(
-            new PutCommand({
-              TableName: table,
-              Item: row,
-              ConditionExpression: "#v = :expected",
-              ExpressionAttributeNames: { "#v": "version" },
-              ExpressionAttributeValues: { ":expected": item.version },
-            }),
-          ),
-        () => new VersionConflictError({ pk: item.pk, sk: item.sk }),
-      )
+      try {
+        await send(
+          "PutItem",
+          () =>
+            doc.send(
+              new PutCommand({
+                TableName: table,
+                Item: row,
+                ConditionExpression: fenced
+                  ? "#v = :expected AND (attribute_not_exists(#fence) OR #fence <= :fence)"
+                  : "#v = :expected",
+                ExpressionAttributeNames: { "#v": "version", ...(fenced ? { "#fence": "fence" } : {}) },
+                ExpressionAttributeValues: {
+                  ":expected": item.version,
+                  ...(fenced ? { ":fence": item.fence } : {}),
+                },
+              }),
+            ),
+          () => new VersionConflictError({ pk: item.pk, sk: item.sk }),
+        )
+      } catch (error) {
+        // Which condition failed? (dynalite ignores ReturnValuesOnConditionCheckFailure, so read.)
+        if (fenced && error instanceof VersionConflictError) {
+          const current = await store.get({ pk: item.pk, sk: item.sk }, { consistent: true })
+          if (current?.version === item.version)
+            throw new FencedError({ pk: item.pk, sk: item.sk }, item.fence!)
+        }
+        throw error
+      }
       return fromRow<T>(structuredClone(row))
     },
 
@@ -270,6 +286,7 @@ export function DynamoStore(opts: DynamoStoreOptions): StateStore {
     query: <T>(pk: string, options: QueryOptions = {}) => page<T>(undefined, pk, options),
     queryIndex: <T>(index: IndexName, pk: string, options: QueryOptions = {}) => page<T>(index, pk, options),
   }
+  return store
 }
 
 /** The stored row: the port's item with the index keys flattened into the GSI key attributes. */
@@ -284,6 +301,7 @@ interface Row {
   gsi2pk?: string
   gsi2sk?: string
   ttl?: number
+  fence?: number
 }
 
 function toRow(item: StoredItem): Row {
@@ -298,6 +316,7 @@ function toRow(item: StoredItem): Row {
     gsi2pk: item.list?.pk,
     gsi2sk: item.list?.sk,
     ttl: item.ttl,
+    fence: item.fence,
   }
 }
 
@@ -313,6 +332,7 @@ function fromRow<T>(value: object): StoredItem<T> {
   if (row.gsi1pk !== undefined && row.gsi1sk !== undefined) item.active = { pk: row.gsi1pk, sk: row.gsi1sk }
   if (row.gsi2pk !== undefined && row.gsi2sk !== undefined) item.list = { pk: row.gsi2pk, sk: row.gsi2sk }
   if (row.ttl !== undefined) item.ttl = row.ttl
+  if (row.fence !== undefined) item.fence = row.fence
   return item
 }
 

@@ -5,6 +5,7 @@ import { Backends } from "./backends"
 import { EventLog } from "./events"
 import { Idempotency } from "./idempotency"
 import { Jobs } from "./jobs"
+import { Leases } from "./leases"
 import type { StateStore } from "./port"
 import { Projects } from "./projects"
 import { Swarms } from "./swarms"
@@ -21,6 +22,7 @@ export function Repos(store: StateStore, clock: Clock, logger: Logger, pepper: s
     jobs: Jobs(store, clock, events),
     workers: Workers(store, clock, events),
     idempotency: Idempotency(store, clock),
+    leases: Leases(store, clock),
   }
 }
 export type Repos = ReturnType<typeof Repos>

@@ -2,9 +2,10 @@
  * Jobs and their tasks. A job and its tasks share a partition: creating a job is one conditional put
  * of the job plus ceil(tasks / 25) batch writes of tasks; reading one is a single (paged) query.
  */
-import { countTasks, deriveJobStatus, isFinished } from "../control/job-status"
-import { applyOutcome, newTask } from "../control/task-state"
+import { countTasks, deriveJobStatus, isFinished, planKills } from "../control/job-status"
+import { applyGangOutcome, applyOutcome, isLive, newTask, noteServing } from "../control/task-state"
 import type { Job, JobSpec, Task } from "../model/job"
+import type { Outcome } from "../model/outcome"
 import { isTerminalTask } from "../model/states"
 import type { Clock } from "../util/clock"
 import { iso } from "../util/clock"
@@ -22,8 +23,21 @@ import {
   VersionConflictError,
 } from "./port"
 
-/** Task writes in flight at once during a cancel. */
-const KillConcurrency = 16
+/** Task writes in flight at once (cancels, placements). */
+const WriteConcurrency = 16
+const LogRetentionDays = 7
+
+/** An outcome for one task, or a note of where a live replica listens. */
+export type TaskReport =
+  | { index: number; outcome: Outcome }
+  | { index: number; serving: { attemptUid: string; endpoint?: string; ready?: boolean } }
+
+export interface LogRecord {
+  attemptUid: string
+  /** The last lines of output, as the worker sent them. */
+  text: string
+  updatedAt: string
+}
 
 export interface JobWithTasks {
   job: StoredItem<Job>
@@ -35,12 +49,14 @@ export function jobItem(job: Job): NewItem<Job> {
     ...Keys.job(job.project, job.id),
     type: "job",
     data: job,
-    list: ListIndex.job(job.project, job.id),
+    // A swarm's serving job is internal: it is read through its swarm, not listed with the user's jobs.
+    ...(job.serving ? {} : { list: ListIndex.job(job.project, job.id) }),
     ...(isFinished(job.status) ? {} : { active: ActiveIndex.job(job.project, job.backendId, job.id) }),
   }
 }
 
 export function taskItem(job: Pick<Job, "project" | "id" | "backendId">, task: Task): NewItem<Task> {
+  const workerId = isLive(task.state) ? task.attempts.at(-1)?.workerId : undefined
   return {
     ...Keys.task(job.project, job.id, task.index),
     type: "task",
@@ -48,6 +64,7 @@ export function taskItem(job: Pick<Job, "project" | "id" | "backendId">, task: T
     ...(isTerminalTask(task.state)
       ? {}
       : { active: ActiveIndex.task(job.project, job.backendId, job.id, task.index) }),
+    ...(workerId ? { list: ListIndex.workerTask(job.project, workerId, job.id, task.index) } : {}),
   }
 }
 
@@ -74,7 +91,13 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
      * Create a job and its tasks. Idempotent for a given id: when the job item exists already (a retry
      * of a request that crashed half-way), only the missing tasks are written.
      */
-    async create(project: string, id: string, spec: JobSpec, backendId: string): Promise<Job> {
+    async create(
+      project: string,
+      id: string,
+      spec: JobSpec,
+      backendId: string,
+      extra: Pick<Job, "serving"> = {},
+    ): Promise<Job> {
       const now = iso(clock.now())
       const job: Job = {
         id,
@@ -84,6 +107,7 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
         status: "PENDING",
         counts: { PENDING: spec.tasks },
         cancelRequested: false,
+        ...extra,
         createdAt: now,
         updatedAt: now,
       }
@@ -164,7 +188,7 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
      * carries the newest counts. A finished job keeps its status (only its counts may still move) and
      * leaves the active index.
      */
-    async refresh(project: string, id: string, reason: string): Promise<Job | undefined> {
+    async refresh(project: string, id: string, reason: string, fence?: number): Promise<Job | undefined> {
       let from: Job["status"] | undefined
       const updated = await mutate<Job>(store, Keys.job(project, id), async (item) => {
         const job = item.data
@@ -188,11 +212,41 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
           updatedAt: now,
           ...(isFinished(status) && !job.finishedAt ? { finishedAt: now } : {}),
         }
-        return { ...jobItem(next), version: item.version }
+        return { ...jobItem(next), version: item.version, fence: fence ?? item.fence }
       })
       if (updated && from && from !== updated.data.status)
         await record(updated.data, { from, to: updated.data.status, reason })
       return updated?.data
+    },
+
+    /**
+     * Bring a job to rest with its tasks (the control loop, each pass, under its lease): kill every
+     * unfinished task when cancel was asked for or more tasks failed than the job tolerates, then
+     * recompute the job's counts and status. Returns the attempts to stop on the substrate.
+     */
+    async settle(project: string, id: string, fence?: number): Promise<{ job?: Job; stop: string[] }> {
+      const loaded = await load(project, id)
+      if (!loaded) return { stop: [] }
+      const job = loaded.job.data
+      const kills = planKills(
+        job.spec,
+        loaded.tasks.map((t) => t.data),
+        job.cancelRequested,
+        iso(clock.now()),
+      )
+      const reason = job.cancelRequested ? "cancelled" : "job_failed"
+      const { stop } = await this.applyReports(
+        job,
+        kills.changed.map((t) => ({ index: t.index, outcome: { kind: "killed" as const, reason } })),
+        fence === undefined ? {} : { fence },
+      )
+      const refreshed = await this.refresh(
+        project,
+        id,
+        job.cancelRequested ? "cancelled" : "tasks_changed",
+        fence,
+      )
+      return { job: refreshed ?? job, stop }
     },
 
     /**
@@ -218,7 +272,7 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
       const loaded = await load(project, id)
       const now = iso(clock.now())
       const idle = (loaded?.tasks ?? []).filter((t) => t.data.state === "PENDING")
-      const killed = await mapLimit(idle, KillConcurrency, async (stored) => {
+      const killed = await mapLimit(idle, WriteConcurrency, async (stored) => {
         const result = applyOutcome(
           stored.data,
           { kind: "killed", reason: "cancelled" },
@@ -249,22 +303,157 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
       return (await this.refresh(project, id, "cancelled")) ?? marked.data
     },
 
-    /** Apply an outcome to one task (used by the control loop); conditional on the task's version. */
-    async applyTaskOutcome(
+    /**
+     * Apply reports about a job's tasks: outcomes (state changes, with the gang rules when the job is
+     * coscheduled) and serving notes (where a replica listens, whether it is ready). Each task write is
+     * conditional on its version and, under a lease, carries the fencing token; a lost race re-reads and
+     * re-applies (outcomes about attempts that moved on are stale and change nothing). Records an event
+     * per task state change. Returns the attempts to stop on the substrate.
+     */
+    async applyReports(
       job: Job,
-      task: StoredItem<Task>,
-      outcome: Parameters<typeof applyOutcome>[1],
-    ): Promise<{ task: StoredItem<Task>; stop: string[]; changed: boolean }> {
-      const result = applyOutcome(task.data, outcome, job.spec, iso(clock.now()))
-      if (!result.changed) return { task, stop: [], changed: false }
-      const saved = await store.update({ ...taskItem(job, result.task), version: task.version })
-      await events.record(job.project, pkOf(job.project, job.id), {
-        entity: { kind: "task", id: `${job.id}/${task.data.index}` },
-        from: task.data.state,
-        to: result.task.state,
-        reason: "reason" in outcome ? outcome.reason : outcome.kind,
-      })
-      return { task: saved, stop: result.stop, changed: true }
+      reports: TaskReport[],
+      options: { fence?: number } = {},
+    ): Promise<{ stop: string[]; changed: number; tasks: Task[] }> {
+      if (!reports.length) return { stop: [], changed: 0, tasks: [] }
+      const pk = pkOf(job.project, job.id)
+      for (let attempt = 0; ; attempt++) {
+        const now = iso(clock.now())
+        const stored = job.spec.coscheduling
+          ? await queryAll((cursor) =>
+              store.query<Task>(pk, { skPrefix: JobPartition.taskPrefix, cursor, consistent: true }),
+            )
+          : (
+              await Promise.all(
+                [...new Set(reports.map((r) => r.index))].map((index) =>
+                  store.get<Task>(Keys.task(job.project, job.id, index), { consistent: true }),
+                ),
+              )
+            ).filter((t): t is StoredItem<Task> => t !== undefined)
+        const before = new Map(stored.map((t) => [t.data.index, t]))
+        let tasks = stored.map((t) => t.data)
+        const stop: string[] = []
+        for (const report of reports) {
+          if ("serving" in report) {
+            tasks = tasks.map((t) =>
+              t.index === report.index ? noteServing(t, report.serving, now).task : t,
+            )
+            continue
+          }
+          if (job.spec.coscheduling) {
+            const result = applyGangOutcome(tasks, report.index, report.outcome, job.spec, now)
+            tasks = result.tasks
+            stop.push(...result.stop)
+          } else {
+            tasks = tasks.map((t) => {
+              if (t.index !== report.index) return t
+              const result = applyOutcome(t, report.outcome, job.spec, now)
+              stop.push(...result.stop)
+              return result.task
+            })
+          }
+        }
+        const changed = tasks.filter((t) => t !== before.get(t.index)?.data)
+        try {
+          await mapLimit(changed, WriteConcurrency, async (task) => {
+            const prior = before.get(task.index)!
+            await store.update({
+              ...taskItem(job, task),
+              version: prior.version,
+              fence: options.fence ?? prior.fence,
+            })
+          })
+        } catch (error) {
+          if (error instanceof VersionConflictError && attempt < 10) continue
+          throw error
+        }
+        const moved = changed.filter((t) => t.state !== before.get(t.index)?.data.state)
+        await events.recordMany(
+          job.project,
+          pk,
+          moved.map((t) => {
+            const last = t.attempts.at(-1)
+            const report = reports.find((r) => r.index === t.index && "outcome" in r)
+            const reason =
+              report && "outcome" in report
+                ? "reason" in report.outcome
+                  ? report.outcome.reason
+                  : report.outcome.kind
+                : "gang"
+            return {
+              entity: { kind: "task", id: `${job.id}/${t.index}` },
+              from: before.get(t.index)!.data.state,
+              to: t.state,
+              reason,
+              ...(last?.exitCode !== undefined && t.state !== "RUNNING"
+                ? { message: `exit code ${last.exitCode}` }
+                : {}),
+            }
+          }),
+        )
+        return { stop, changed: changed.length, tasks }
+      }
+    },
+
+    /** Store why PENDING tasks wait, writing only the ones whose reason changed. */
+    async setPendingReasons(
+      job: Job,
+      tasks: StoredItem<Task>[],
+      reasons: Map<number, string>,
+      fence?: number,
+    ): Promise<void> {
+      await mapLimit(
+        tasks.filter(
+          (t) =>
+            t.data.state === "PENDING" &&
+            reasons.has(t.data.index) &&
+            t.data.pendingReason !== reasons.get(t.data.index),
+        ),
+        WriteConcurrency,
+        async (t) => {
+          try {
+            await store.update({
+              ...taskItem(job, { ...t.data, pendingReason: reasons.get(t.data.index) }),
+              version: t.version,
+              fence: fence ?? t.fence,
+            })
+          } catch (error) {
+            // The task moved meanwhile; its reason is for the next pass to write.
+            if (!(error instanceof VersionConflictError)) throw error
+          }
+        },
+      )
+    },
+
+    /** The output tail of an attempt, as its worker last sent it. */
+    async logTail(
+      project: string,
+      jobId: string,
+      index: number,
+      attemptUid: string,
+    ): Promise<LogRecord | undefined> {
+      return (await store.get<LogRecord>(Keys.log(project, jobId, index, attemptUid)))?.data
+    },
+
+    /** Keep an attempt's output tail (written by heartbeats, kept for `LogRetentionDays`). */
+    async saveLogTail(
+      project: string,
+      jobId: string,
+      index: number,
+      attemptUid: string,
+      text: string,
+    ): Promise<void> {
+      const key = Keys.log(project, jobId, index, attemptUid)
+      const now = clock.now()
+      const data: LogRecord = { attemptUid, text, updatedAt: iso(now) }
+      const ttl = Math.floor(now / 1000) + LogRetentionDays * 86_400
+      const existing = await store.get<LogRecord>(key)
+      if (existing) await mutate<LogRecord>(store, key, (item) => ({ ...item, data, ttl }))
+      else
+        await store.create({ ...key, type: "log", data, ttl }).catch(async (error) => {
+          if (!(error instanceof ItemExistsError)) throw error
+          await mutate<LogRecord>(store, key, (item) => ({ ...item, data, ttl }))
+        })
     },
   }
 }

@@ -11,9 +11,13 @@
  * | job         | `P#<p>#JOB#<id>`           | `A#JOB`         | `ACTIVE#<p>#<b>#<n>` / `job#..`   | `P#<p>#JOBS` / id        |
  * | task        | `P#<p>#JOB#<id>`           | `B#TASK#<00042>`| `ACTIVE#<p>#<b>#<n>` / `task#..`  |                          |
  * | worker      | `P#<p>#WORKER#<id>`        | `A#WORKER`      |                                   | `P#<p>#WORKERS` / b#id   |
+ * | log tail    | `P#<p>#JOB#<id>`           | `L#<idx>#<uid>` |                                   |                          |
+ * | lease       | `P#<p>#BACKEND#<b>`        | `LEASE#<name>`  |                                   |                          |
  * | event       | (its object's pk)          | `E#<event id>`  |                                   |                          |
  * | idempotency | `P#<p>#IDEM#<sha256(k,key)>`| `IDEM`          |                                   |                          |
  *
+ * A task live on a worker (workers backends) is also in gsi2 under `P#<p>#WTASKS#<worker>`: a heartbeat
+ * reads exactly that worker's tasks, and one conditional write both assigns a task and tells the worker.
  * A job and its tasks share a partition, so `GET /v1/jobs/{id}` is one query (sk < `C`). Terminal
  * items drop their gsi1 keys, so ticks read O(active), not O(history). The active index is spread
  * over `ActiveShards` partitions per backend so one busy backend does not make a hot partition.
@@ -52,6 +56,21 @@ export const Keys = {
     sk: "IDEM",
   }),
   event: (pk: string, eventId: string): Key => ({ pk, sk: `E#${eventId}` }),
+  /** The output tail of one attempt, beside its job. */
+  log: (p: string, jobId: string, index: number, attemptUid: string): Key => ({
+    pk: `P#${p}#JOB#${jobId}`,
+    sk: `L#${pad(index)}#${attemptUid}`,
+  }),
+  /** The per-backend lease of the control loop, with its fencing token. */
+  lease: (p: string, backendId: string, name: string): Key => ({
+    pk: `P#${p}#BACKEND#${backendId}`,
+    sk: `LEASE#${name}`,
+  }),
+  /** Autoscaler state of a backend (per-group counters, backoff). */
+  autoscaler: (p: string, backendId: string): Key => ({
+    pk: `P#${p}#BACKEND#${backendId}`,
+    sk: "AUTOSCALER",
+  }),
 } as const
 
 export const ListIndex = {
@@ -65,6 +84,12 @@ export const ListIndex = {
     pk: `P#${p}#WORKERS`,
     sk: `${backendId}#${id}`,
   }),
+  /** A live task on a worker: what a heartbeat reads to build the worker's desired set. */
+  workerTask: (p: string, workerId: string, jobId: string, index: number): IndexKey => ({
+    pk: `P#${p}#WTASKS#${workerId}`,
+    sk: `${jobId}#${pad(index)}`,
+  }),
+  workerTasksOf: (p: string, workerId: string) => `P#${p}#WTASKS#${workerId}`,
   workersOf: (p: string) => `P#${p}#WORKERS`,
 } as const
 

@@ -8,8 +8,8 @@
 import { BackendError } from "../util/errors"
 import { compareUtf8, decodeCursor, encodeCursor } from "./cursor"
 import {
+  FencedError,
   type IndexName,
-  InvalidCursorError,
   ItemExistsError,
   type Key,
   type NewItem,
@@ -95,6 +95,8 @@ export function MemoryStore(): StateStore {
       const current = items.get(keyId(item))
       if (!current || current.version !== item.version)
         throw new VersionConflictError({ pk: item.pk, sk: item.sk })
+      if (item.fence !== undefined && current.fence !== undefined && current.fence > item.fence)
+        throw new FencedError({ pk: item.pk, sk: item.sk }, item.fence)
       const stored = normalize({ ...item, version: item.version + 1 })
       put(stored)
       return copy(stored) as StoredItem<T>
@@ -241,6 +243,7 @@ function normalize(item: StoredItem): StoredItem {
   if (item.active) out.active = { pk: item.active.pk, sk: item.active.sk }
   if (item.list) out.list = { pk: item.list.pk, sk: item.list.sk }
   if (item.ttl !== undefined) out.ttl = item.ttl
+  if (item.fence !== undefined) out.fence = item.fence
   const keyParts = [out.pk, out.sk, out.active?.pk, out.active?.sk, out.list?.pk, out.list?.sk]
   if (keyParts.some((part) => part === "")) {
     throw new BackendError(

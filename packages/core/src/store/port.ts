@@ -30,6 +30,11 @@ export interface StoredItem<T = unknown> extends Key {
   list?: IndexKey
   /** Epoch seconds after which the item may be removed (idempotency records, old events). */
   ttl?: number
+  /**
+   * Fencing token of the lease holder that last wrote the item. An update that carries a fence is
+   * refused (`FencedError`) when the stored fence is newer: its writer's lease was taken over.
+   */
+  fence?: number
 }
 
 /** What `create`/`createMany` take: an item without a version (it becomes 1). */
@@ -71,7 +76,8 @@ export interface StateStore {
   createMany(items: NewItem[]): Promise<void>
   /**
    * Replace the item if the stored version equals `item.version`; returns it with version + 1.
-   * Throws `VersionConflictError` when the version differs or the item is gone.
+   * Throws `VersionConflictError` when the version differs or the item is gone, and `FencedError` when
+   * `item.fence` is set and older than the stored one.
    */
   update<T>(item: StoredItem<T>): Promise<StoredItem<T>>
   /** Delete. With `expectedVersion`, only that version (else `VersionConflictError`); without, idempotent. */
@@ -97,6 +103,17 @@ export class VersionConflictError extends Error {
   constructor(readonly key: Key) {
     super(`item ${key.pk} / ${key.sk} changed or is gone`)
     this.name = "VersionConflictError"
+  }
+}
+
+/** The write carried an older fencing token than the item's: the writer lost its lease. Do not retry. */
+export class FencedError extends Error {
+  constructor(
+    readonly key: Key,
+    readonly fence: number,
+  ) {
+    super(`item ${key.pk} / ${key.sk} was written under a newer lease than fence ${fence}`)
+    this.name = "FencedError"
   }
 }
 

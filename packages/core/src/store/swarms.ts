@@ -145,7 +145,11 @@ export function Swarms(store: StateStore, clock: Clock, events: EventLog) {
       item: StoredItem<Swarm>,
       change: { from: string; reason: string; message?: string },
     ): Promise<StoredItem<Swarm>> {
-      const saved = await store.update({ ...toItem(item.data), version: item.version })
+      const saved = await store.update({
+        ...toItem(item.data),
+        version: item.version,
+        ...(item.fence !== undefined ? { fence: item.fence } : {}),
+      })
       if (change.from !== item.data.phase)
         await record(item.data, {
           from: change.from,

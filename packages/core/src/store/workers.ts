@@ -6,7 +6,7 @@ import { VisibleError } from "../util/errors"
 import { newId } from "../util/ids"
 import type { EventLog } from "./events"
 import { Keys, ListIndex } from "./keys"
-import { mutate, queryAll, type StateStore } from "./port"
+import { mutate, queryAll, type StateStore, type StoredItem, VersionConflictError } from "./port"
 
 export type NewWorker = Omit<Worker, "id" | "project" | "health" | "lastSeen" | "registeredAt">
 
@@ -41,14 +41,22 @@ export function Workers(store: StateStore, clock: Clock, events: EventLog) {
      * Record a heartbeat. A worker already marked dead is told so (410): its attempts were requeued, and
      * it must register again rather than come back silently.
      */
-    async heartbeat(project: string, id: string): Promise<Worker | undefined> {
+    async heartbeat(project: string, id: string, busy = true): Promise<Worker | undefined> {
       let dead = false
       const updated = await mutate<Worker>(store, Keys.worker(project, id), (item) => {
         if (item.data.health === "dead") {
           dead = true
           return undefined
         }
-        return { ...item, data: { ...item.data, health: "healthy", lastSeen: iso(clock.now()) } }
+        const now = iso(clock.now())
+        const { idleSince, ...rest } = item.data
+        const data: Worker = {
+          ...rest,
+          health: "healthy",
+          lastSeen: now,
+          ...(busy ? {} : { idleSince: idleSince ?? now }),
+        }
+        return { ...item, data }
       })
       if (dead)
         throw new VisibleError("worker.dead", `worker "${id}" was declared dead; register again`, 410, {
@@ -59,6 +67,45 @@ export function Workers(store: StateStore, clock: Clock, events: EventLog) {
 
     async get(project: string, id: string): Promise<Worker | undefined> {
       return (await store.get<Worker>(Keys.worker(project, id)))?.data
+    },
+
+    /** Stored workers of a project or backend, with versions (for conditional health changes). */
+    async items(project: string, backendId: string): Promise<StoredItem<Worker>[]> {
+      return queryAll((cursor) =>
+        store.queryIndex<Worker>("list", ListIndex.workersOf(project), { cursor, skPrefix: `${backendId}#` }),
+      )
+    },
+
+    /** Set a worker's health (and, when seeding, its lastSeen) if it has not changed meanwhile. */
+    async setHealth(
+      item: StoredItem<Worker>,
+      health: Worker["health"],
+      options: { seedAt?: string; fence?: number } = {},
+    ): Promise<boolean> {
+      try {
+        await store.update({
+          ...item,
+          data: { ...item.data, health, ...(options.seedAt ? { lastSeen: options.seedAt } : {}) },
+          ...(options.fence !== undefined ? { fence: options.fence } : {}),
+        })
+      } catch (error) {
+        if (error instanceof VersionConflictError) return false
+        throw error
+      }
+      if (health !== item.data.health)
+        await events.record(item.data.project, Keys.worker(item.data.project, item.data.id).pk, {
+          entity: { kind: "worker", id: item.data.id },
+          from: item.data.health,
+          to: health,
+          reason: health === "dead" ? "heartbeat_missed" : "heartbeat",
+        })
+      return true
+    },
+
+    async remove(item: StoredItem<Worker>): Promise<void> {
+      await store.delete(item, item.version).catch((error) => {
+        if (!(error instanceof VersionConflictError)) throw error
+      })
     },
 
     /** Workers of a project, or of one backend. */

@@ -1,5 +1,6 @@
 /** `/v1/backends`: register (create or replace) and read backends. */
 import { createRoute, z } from "@hono/zod-openapi"
+import { createBackend } from "../../backends/registry"
 import { Backend, CreateBackendRequest } from "../../model/backend"
 import { NotFoundError } from "../../util/errors"
 import { requireRole } from "../auth"
@@ -13,6 +14,23 @@ import {
   jsonResponse,
   security,
 } from "../openapi-helpers"
+
+const BackendStatusBody = z
+  .object({
+    id: z.string().describe("Backend id."),
+    descriptor: z
+      .record(z.string(), z.unknown())
+      .describe("Kind, advertised attributes, scale groups, display name."),
+    lastTick: z
+      .record(z.string(), z.unknown())
+      .describe("What the last control-loop pass saw (health, error)."),
+    status: z.record(z.string(), z.unknown()).describe("Live status from the backend, or `{ error }`."),
+    capacity: z.record(z.string(), z.unknown()).describe("Total and free resources, or `{ error }`."),
+    autoscaler: z
+      .record(z.string(), z.unknown())
+      .describe("Each scale group's last decision and why, or `{ error }`."),
+  })
+  .openapi("BackendStatus")
 
 export function backendRoutes(app: App, deps: ApiDeps): void {
   app.openapi(
@@ -78,6 +96,37 @@ export function backendRoutes(app: App, deps: ApiDeps): void {
       const backend = await deps.repos.backends.get(c.get("caller").project, id)
       if (!backend) throw new NotFoundError("backend", id)
       return c.json(backend, 200)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/backends/{id}/status",
+      tags: ["backends"],
+      summary: "What the backend is now: descriptor, health, capacity and the autoscaler's decisions",
+      security,
+      request: { params: idParam("Backend") },
+      responses: { 200: jsonResponse(BackendStatusBody, "The backend's status."), ...errors(401, 404) },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param")
+      const record = await deps.repos.backends.get(c.get("caller").project, id)
+      if (!record) throw new NotFoundError("backend", id)
+      const backend = createBackend(record, deps)
+      const settle = async <T>(run: () => Promise<T>): Promise<T | { error: string }> =>
+        run().catch((error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }))
+      return c.json(
+        {
+          id: record.id,
+          descriptor: backend.descriptor,
+          lastTick: record.status,
+          status: await settle(() => backend.status()),
+          capacity: await settle(() => backend.resourceCapacity()),
+          autoscaler: await settle(() => backend.autoscalerStatus()),
+        },
+        200,
+      )
     },
   )
 }

@@ -1,5 +1,6 @@
 /** `/v1/jobs`: submit, list, get with tasks and attempts, cancel, events. */
-import { createRoute } from "@hono/zod-openapi"
+import { createRoute, z } from "@hono/zod-openapi"
+import { createBackend } from "../../backends/registry"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
@@ -23,6 +24,14 @@ import { resolveBackend } from "../resolve"
 const JobPage = pageOf(Job, "JobPage")
 const EventPage = pageOf(Event, "EventPage")
 const TaskPage = pageOf(Task, "TaskPage")
+const LogTailBody = z
+  .object({
+    attemptUid: z.string().describe("Attempt the output belongs to."),
+    lines: z.array(z.string()).describe("The last lines, oldest first."),
+    truncated: z.boolean().describe("True when older output was left out."),
+    updatedAt: z.string().optional().describe("When the worker last sent output."),
+  })
+  .openapi("LogTail")
 /** Tasks in a job's detail; the rest are paged. Keeps the answer well inside Lambda's 6 MB. */
 const DetailTasks = 1000
 
@@ -125,6 +134,63 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
       if (!(await deps.repos.jobs.get(project, id))) throw new NotFoundError("job", id)
       const page = await deps.repos.jobs.tasks(project, id, c.req.valid("query"))
       return c.json({ items: page.items, ...(page.cursor ? { nextCursor: page.cursor } : {}) }, 200)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/jobs/{id}/tasks/{index}/logs",
+      tags: ["jobs"],
+      summary: "The last lines of a task's output (its current attempt, or `attempt`)",
+      security,
+      request: {
+        params: idParam("Job").extend({
+          index: z.coerce
+            .number()
+            .int()
+            .min(0)
+            .describe("Task index.")
+            .openapi({ param: { name: "index", in: "path" } }),
+        }),
+        query: z.object({
+          tail: z.coerce
+            .number()
+            .int()
+            .min(1)
+            .max(10_000)
+            .default(100)
+            .describe("Lines from the end, at most 10000."),
+          attempt: z
+            .string()
+            .max(128)
+            .optional()
+            .describe("An earlier attempt's uid; the current one when absent."),
+        }),
+      },
+      responses: { 200: jsonResponse(LogTailBody, "The output tail."), ...errors(400, 401, 404, 501) },
+    }),
+    async (c) => {
+      const project = c.get("caller").project
+      const { id, index } = c.req.valid("param")
+      const { tail, attempt } = c.req.valid("query")
+      const job = await deps.repos.jobs.get(project, id)
+      if (!job) throw new NotFoundError("job", id)
+      const task = await deps.repos.store.get<Task>(Keys.task(project, id, index))
+      if (!task) throw new NotFoundError("task", `${id}/${index}`)
+      const backend = await deps.repos.backends.get(project, job.backendId)
+      if (!backend) throw new NotFoundError("backend", job.backendId)
+      const ref = attempt
+        ? {
+            job,
+            task: {
+              ...task,
+              data: { ...task.data, attempts: task.data.attempts.filter((a) => a.attemptUid === attempt) },
+            },
+          }
+        : { job, task }
+      if (attempt && !ref.task.data.attempts.length) throw new NotFoundError("attempt", attempt)
+      return c.json(await createBackend(backend, deps).fetchLogs(ref, tail), 200)
     },
   )
 

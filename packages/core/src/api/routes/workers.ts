@@ -1,5 +1,6 @@
 /** `/v1/workers`: registration and heartbeats of worker agents, and the worker listing. */
 import { createRoute, z } from "@hono/zod-openapi"
+import { heartbeat } from "../../backends/workers/heartbeat"
 import {
   HeartbeatRequest,
   HeartbeatResponse,
@@ -7,7 +8,7 @@ import {
   RegisterWorkerResponse,
   Worker,
 } from "../../model/worker"
-import { NotFoundError, VisibleError } from "../../util/errors"
+import { VisibleError } from "../../util/errors"
 import { requireRole } from "../auth"
 import type { ApiDeps } from "../context"
 import {
@@ -20,8 +21,11 @@ import {
   security,
 } from "../openapi-helpers"
 
-/** How often agents heartbeat; a fraction of the default 50 s grace period. */
-export const HeartbeatIntervalS = 10
+/** The heartbeat interval of a worker's backend (its config's `heartbeatIntervalS`). */
+async function intervalOf(deps: ApiDeps, project: string, backendId: string): Promise<number> {
+  const backend = await deps.repos.backends.get(project, backendId)
+  return backend?.config.type === "workers" ? (backend.config.heartbeatIntervalS ?? 5) : 5
+}
 
 export function workerRoutes(app: App, deps: ApiDeps): void {
   app.openapi(
@@ -58,7 +62,7 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
           [{ path: "scaleGroup", message: `one of ${groups.map((g) => `"${g}"`).join(", ") || "(none)"}` }],
         )
       const worker = await deps.repos.workers.register(caller.project, body)
-      return c.json({ worker, heartbeatIntervalS: HeartbeatIntervalS }, 201)
+      return c.json({ worker, heartbeatIntervalS: backend.config.heartbeatIntervalS }, 201)
     },
   )
 
@@ -83,10 +87,11 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
       const caller = c.get("caller")
       requireRole(caller, "write")
       const { id } = c.req.valid("param")
-      const worker = await deps.repos.workers.heartbeat(caller.project, id)
-      if (!worker) throw new NotFoundError("worker", id)
-      // The scheduler's assignments reach workers here once the worker-daemon backend places tasks.
-      return c.json({ desired: [], heartbeatIntervalS: HeartbeatIntervalS }, 200)
+      const { worker, desired } = await heartbeat(deps, caller.project, id, c.req.valid("json").attempts)
+      return c.json(
+        { desired, heartbeatIntervalS: await intervalOf(deps, caller.project, worker.backendId) },
+        200,
+      )
     },
   )
 

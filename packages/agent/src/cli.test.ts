@@ -1,0 +1,116 @@
+import { availableParallelism, hostname } from "node:os"
+import { describe, expect, it } from "vitest"
+import { parseEchoServer, parseRouter, parseWorker, UsageError } from "./cli"
+
+const env = { SWARMPLANE_TOKEN: "sk-test" }
+const minimal = ["--api", "http://127.0.0.1:8787", "--backend", "local-workers"]
+
+describe("worker flags", () => {
+  it("fills machine defaults and takes the token from the environment", () => {
+    const config = parseWorker(minimal, env)
+    if (config === "help") throw new Error("unexpected help")
+    expect(config.token).toBe("sk-test")
+    expect(config.advertiseHost).toBe("127.0.0.1")
+    expect(config.registration).toMatchObject({
+      backendId: "local-workers",
+      name: hostname(),
+      address: "127.0.0.1",
+      resources: { cpu: availableParallelism(), gpu: 0 },
+      attributes: {},
+    })
+    expect(config.registration.resources.memoryMiB).toBeGreaterThan(0)
+  })
+
+  it("takes every option", () => {
+    const config = parseWorker(
+      [
+        ...["--api", "https://api.example.com", "--backend", "gpu-pool", "--group", "g1", "--name", "n1"],
+        ...[
+          "--instance-id",
+          "i-1",
+          "--cpu",
+          "1.5",
+          "--memory-mib",
+          "2048",
+          "--gpu",
+          "8",
+          "--gpu-type",
+          "h100",
+        ],
+        ...["--attr", "zone=a", "--attr", "rack=r=1", "--advertise-host", "10.0.0.12", "--token", "sk-flag"],
+      ],
+      {},
+    )
+    if (config === "help") throw new Error("unexpected help")
+    expect(config).toMatchObject({
+      api: "https://api.example.com",
+      token: "sk-flag",
+      advertiseHost: "10.0.0.12",
+    })
+    expect(config.registration).toMatchObject({
+      backendId: "gpu-pool",
+      scaleGroup: "g1",
+      name: "n1",
+      instanceId: "i-1",
+      address: "10.0.0.12",
+      resources: { cpu: 1.5, memoryMiB: 2048, gpu: 8, gpuType: "h100" },
+      attributes: { zone: "a", rack: "r=1" },
+    })
+  })
+
+  it("answers --help", () => {
+    expect(parseWorker(["--help"], {})).toBe("help")
+  })
+
+  const errors: Record<string, { args: string[]; env?: Record<string, string>; says: string }> = {
+    "no --api": { args: ["--backend", "b"], says: "--api is required" },
+    "a bad --api": { args: ["--api", "nope", "--backend", "b"], says: '--api: "nope" is not a URL' },
+    "plain http to another host": {
+      args: ["--api", "http://10.0.0.1", "--backend", "b"],
+      says: "--allow-http",
+    },
+    "no token": { args: minimal, env: {}, says: "SWARMPLANE_TOKEN" },
+    "no --backend": { args: ["--api", "https://x.example"], says: "--backend is required" },
+    "an unknown flag": { args: [...minimal, "--gpus", "2"], says: "unknown option --gpus" },
+    "a stray argument": { args: [...minimal, "extra"], says: 'unexpected argument "extra"' },
+    "a flag without its value": { args: [...minimal, "--cpu"], says: "--cpu" },
+    "a bad number": { args: [...minimal, "--gpu", "1.5"], says: '--gpu: "1.5" must be a whole number' },
+    "a bad attribute": {
+      args: [...minimal, "--attr", "novalue"],
+      says: '--attr: "novalue" must be key=value',
+    },
+  }
+  for (const [name, tc] of Object.entries(errors))
+    it(`refuses ${name} with a one-line message naming the fix`, () => {
+      let error: unknown
+      try {
+        parseWorker(tc.args, tc.env ?? env)
+      } catch (e) {
+        error = e
+      }
+      expect(error).toBeInstanceOf(UsageError)
+      expect((error as Error).message).toContain(tc.says)
+      expect((error as Error).message).not.toContain("\n")
+    })
+})
+
+describe("server flags", () => {
+  it("reads the echo server's port from --port or PORT, 0 by default", () => {
+    expect(parseEchoServer([], {})).toEqual({ port: 0, host: "127.0.0.1" })
+    expect(parseEchoServer([], { PORT: "8000", HOST: "0.0.0.0" })).toEqual({ port: 8000, host: "0.0.0.0" })
+    expect(parseEchoServer(["--port", "9000"], { PORT: "8000" })).toMatchObject({ port: 9000 })
+    expect(() => parseEchoServer([], { PORT: "http" })).toThrow('PORT: "http" must be a port number')
+  })
+
+  it("needs at least one valid upstream for the router", () => {
+    expect(
+      parseRouter(["--port", "9000", "--upstream", "http://a:1", "--upstream", "http://b:2"], {}),
+    ).toEqual({
+      port: 9000,
+      host: "0.0.0.0",
+      upstreams: ["http://a:1", "http://b:2"],
+    })
+    expect(() => parseRouter([], {})).toThrow("--upstream: give at least one")
+    expect(() => parseRouter(["--upstream", "a:1"], {})).toThrow('"a:1" is not an http(s) URL')
+  })
+})

@@ -1,0 +1,196 @@
+/**
+ * Command-line parsing of `swarmplane-agent`: flags to options, with one-line errors that name the
+ * flag and the fix (a `UsageError`, exit code 2). Pure apart from the machine defaults it reads.
+ */
+import { availableParallelism, hostname, totalmem } from "node:os"
+import { type ParseArgsConfig, parseArgs } from "node:util"
+import type { RegisterBody } from "./api-client"
+import { isLoopback } from "./net"
+import { TokenVariable } from "./process-runner"
+
+export class UsageError extends Error {}
+
+export interface WorkerConfig {
+  api: string
+  token: string
+  registration: RegisterBody
+  advertiseHost: string
+}
+
+export interface ServerConfig {
+  port: number
+  host: string
+}
+
+export interface RouterConfig extends ServerConfig {
+  upstreams: string[]
+}
+
+type Options = NonNullable<ParseArgsConfig["options"]>
+
+/** Parse one command's flags; `undefined` when `--help` was asked for. */
+function parse(command: string, args: string[], options: Options): Record<string, unknown> | undefined {
+  let values: Record<string, unknown>
+  try {
+    values = parseArgs({
+      args,
+      options: { ...options, help: { type: "boolean", short: "h" } },
+      strict: true,
+    }).values
+  } catch (error) {
+    const text = error instanceof Error ? error.message : String(error)
+    const unknown = /^Unknown option '([^']+)'/.exec(text)?.[1]
+    const positional = /^Unexpected argument '([^']+)'/.exec(text)?.[1]
+    const what = unknown
+      ? `unknown option ${unknown}`
+      : positional
+        ? `unexpected argument "${positional}"`
+        : (text.split(". ")[0] ?? text)
+    throw new UsageError(`${what}; see 'swarmplane-agent ${command} --help'`)
+  }
+  return values.help === true ? undefined : values
+}
+
+export function parseWorker(args: string[], env: NodeJS.ProcessEnv): WorkerConfig | "help" {
+  const v = parse("worker", args, {
+    api: { type: "string" },
+    backend: { type: "string" },
+    group: { type: "string" },
+    name: { type: "string" },
+    "instance-id": { type: "string" },
+    cpu: { type: "string" },
+    "memory-mib": { type: "string" },
+    gpu: { type: "string" },
+    "gpu-type": { type: "string" },
+    attr: { type: "string", multiple: true },
+    "advertise-host": { type: "string" },
+    token: { type: "string" },
+    "allow-http": { type: "boolean" },
+  })
+  if (!v) return "help"
+  const api = required(v.api, "--api", "the control plane's URL, e.g. --api https://api.example.com")
+  let url: URL
+  try {
+    url = new URL(api)
+  } catch {
+    throw new UsageError(
+      `--api: "${api}" is not a URL; give the control plane's base URL, e.g. https://api.example.com`,
+    )
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    throw new UsageError(
+      `--api: "${api}" must start with https:// (or http:// for a control plane on this machine)`,
+    )
+  if (url.protocol === "http:" && !isLoopback(url.hostname) && v["allow-http"] !== true)
+    throw new UsageError(
+      `--api: http:// to ${url.hostname} would send the token in clear text; use https://, or add --allow-http on a trusted network`,
+    )
+  const token = str(v.token) ?? env[TokenVariable]
+  if (!token)
+    throw new UsageError(
+      `no token: set ${TokenVariable} in the environment (preferred, kept out of ps) or pass --token`,
+    )
+  const backendId = required(
+    v.backend,
+    "--backend",
+    "the id of a `workers` backend, e.g. --backend local-workers",
+  )
+  const gpuType = str(v["gpu-type"])
+  const registration: RegisterBody = {
+    backendId,
+    scaleGroup: str(v.group),
+    name: str(v.name) ?? hostname(),
+    resources: {
+      cpu: number(v.cpu, "--cpu", { min: 0.001, integer: false }) ?? availableParallelism(),
+      memoryMiB:
+        number(v["memory-mib"], "--memory-mib", { min: 1 }) ?? Math.floor((totalmem() * 0.8) / 2 ** 20),
+      gpu: number(v.gpu, "--gpu", { min: 0 }) ?? 0,
+      ...(gpuType ? { gpuType } : {}),
+    },
+    attributes: attributes(v.attr),
+    instanceId: str(v["instance-id"]),
+  }
+  const advertiseHost = str(v["advertise-host"]) ?? "127.0.0.1"
+  // The worker has no port of its own (each replica and router has one); the host says where it is.
+  registration.address = advertiseHost
+  return { api, token, registration, advertiseHost }
+}
+
+export function parseEchoServer(args: string[], env: NodeJS.ProcessEnv): ServerConfig | "help" {
+  const v = parse("echo-server", args, { port: { type: "string" }, host: { type: "string" } })
+  if (!v) return "help"
+  return {
+    port: port(str(v.port) ?? env.PORT, str(v.port) ? "--port" : "PORT") ?? 0,
+    host: str(v.host) ?? env.HOST ?? "127.0.0.1",
+  }
+}
+
+export function parseRouter(args: string[], env: NodeJS.ProcessEnv): RouterConfig | "help" {
+  const v = parse("router", args, {
+    port: { type: "string" },
+    host: { type: "string" },
+    upstream: { type: "string", multiple: true },
+  })
+  if (!v) return "help"
+  const upstreams = (Array.isArray(v.upstream) ? v.upstream : []).filter(
+    (u): u is string => typeof u === "string",
+  )
+  if (upstreams.length === 0)
+    throw new UsageError("--upstream: give at least one replica URL, e.g. --upstream http://10.0.0.5:8000")
+  for (const u of upstreams)
+    if (!URL.canParse(u) || !/^https?:$/.test(new URL(u).protocol))
+      throw new UsageError(`--upstream: "${u}" is not an http(s) URL; e.g. --upstream http://10.0.0.5:8000`)
+  return {
+    port: port(str(v.port) ?? env.PORT, str(v.port) ? "--port" : "PORT") ?? 0,
+    host: str(v.host) ?? "0.0.0.0",
+    upstreams,
+  }
+}
+
+function str(value: unknown): string | undefined {
+  return typeof value === "string" && value !== "" ? value : undefined
+}
+
+function required(value: unknown, flag: string, hint: string): string {
+  const s = str(value)
+  if (!s) throw new UsageError(`${flag} is required: ${hint}`)
+  return s
+}
+
+function number(
+  value: unknown,
+  flag: string,
+  { min, integer = true }: { min: number; integer?: boolean },
+): number | undefined {
+  const s = str(value)
+  if (s === undefined) return undefined
+  const n = Number(s)
+  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n)))
+    throw new UsageError(
+      `${flag}: "${s}" must be ${integer ? "a whole number" : "a number"} of at least ${min}`,
+    )
+  return n
+}
+
+function port(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined || value === "") return undefined
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new UsageError(`${flag}: "${value}" must be a port number 0..65535 (0 picks a free port)`)
+  return n
+}
+
+function attributes(values: unknown): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const item of Array.isArray(values) ? values : []) {
+    const text = String(item)
+    const eq = text.indexOf("=")
+    const key = text.slice(0, eq)
+    if (eq <= 0 || !/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(key))
+      throw new UsageError(
+        `--attr: "${text}" must be key=value with a key of letters, digits, '.', '_', '/', '-'; e.g. --attr accelerator=h100`,
+      )
+    out[key] = text.slice(eq + 1)
+  }
+  return out
+}

@@ -1,0 +1,184 @@
+/**
+ * `swarmplane-agent`: the worker agent (`worker`), the echo model server (`echo-server`) and the
+ * standalone swarm router (`router`). `main` returns the exit code; the bin launcher exits with it.
+ */
+import { readFileSync } from "node:fs"
+import { controlPlane } from "./api-client"
+import { parseEchoServer, parseRouter, parseWorker, UsageError } from "./cli"
+import { createEchoServer } from "./echo-server"
+import { stderrLogger } from "./logger"
+import { httpUrl } from "./net"
+import { TokenVariable } from "./process-runner"
+import { createRouter } from "./router"
+import { FatalError, WorkerAgent } from "./worker"
+
+const usage = `swarmplane-agent: the swarmplane worker agent, echo model server and swarm router
+
+Usage:
+  swarmplane-agent worker --api URL --backend ID [options]   register and run assigned work
+  swarmplane-agent echo-server [--port P] [--host H]         an OpenAI-compatible echo model server
+  swarmplane-agent router --upstream URL... [--port P]       a round-robin router over replicas
+  swarmplane-agent <command> --help                          options of one command
+`
+
+const workerHelp = `swarmplane-agent worker: register with a swarmplane control plane and run the work it assigns
+
+Options:
+  --api URL             control plane base URL (required); https://, or http:// to this machine
+  --backend ID          the \`workers\` backend this worker serves (required)
+  --group G             scale group that started this worker
+  --name N              display name (default: the host name)
+  --instance-id I       the provider's id of this machine or process
+  --cpu N               CPU cores offered (default: all)
+  --memory-mib M        memory offered in MiB (default: 80% of RAM)
+  --gpu G               GPUs offered (default 0)
+  --gpu-type T          GPU model, e.g. h100
+  --attr k=v            an attribute to advertise; repeatable
+  --advertise-host H    host in the endpoints this worker reports (default 127.0.0.1)
+  --token T             API token; prefer the ${TokenVariable} environment variable (not shown in ps)
+  --allow-http          allow http:// to a host other than this machine
+
+Examples:
+  ${TokenVariable}=sk-... swarmplane-agent worker --api http://127.0.0.1:8787 --backend local-workers
+  ${TokenVariable}=sk-... swarmplane-agent worker --api https://api.example.com --backend gpu-pool \\
+    --gpu 8 --gpu-type h100 --attr zone=a --advertise-host 10.0.0.12
+`
+
+const echoHelp = `swarmplane-agent echo-server: an OpenAI-compatible server that echoes the last user message
+
+Options:
+  --port P   port to listen on (default: $PORT, else a free port)
+  --host H   address to listen on (default: $HOST, else 127.0.0.1)
+
+Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions, POST /v1/completions, GET /stats
+
+Example:
+  swarmplane-agent echo-server --port 8000
+`
+
+const routerHelp = `swarmplane-agent router: one endpoint in front of a swarm's replicas (round-robin)
+
+Options:
+  --upstream URL   a replica's base URL; repeatable, at least one
+  --port P         port to listen on (default: $PORT, else a free port)
+  --host H         address to listen on (default 0.0.0.0)
+
+Example:
+  swarmplane-agent router --port 9000 --upstream http://10.0.0.5:8000 --upstream http://10.0.0.6:8000
+`
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const [command, ...args] = argv
+  try {
+    switch (command) {
+      case "worker":
+        return await runWorker(args, env)
+      case "echo-server":
+        return await runEchoServer(args, env)
+      case "router":
+        return await runRouter(args, env)
+      case undefined:
+        process.stderr.write(usage)
+        return 2
+      case "help":
+      case "--help":
+      case "-h":
+        return help(usage)
+      default:
+        throw new UsageError(`unknown command "${command}"; the commands are worker, echo-server and router`)
+    }
+  } catch (error) {
+    const prefix = command && command !== "help" ? `swarmplane-agent ${command}` : "swarmplane-agent"
+    if (error instanceof UsageError) {
+      process.stderr.write(`${prefix}: ${error.message}\n`)
+      return 2
+    }
+    process.stderr.write(`${prefix}: ${error instanceof Error ? error.message : String(error)}\n`)
+    return 1
+  }
+}
+
+async function runWorker(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const config = parseWorker(args, env)
+  if (config === "help") return help(workerHelp)
+  const log = stderrLogger()
+  const agent = new WorkerAgent({
+    api: controlPlane({ api: config.api, token: config.token }),
+    registration: { ...config.registration, agentVersion: agentVersion() },
+    advertiseHost: config.advertiseHost,
+    log,
+  })
+  // Attempts run in their own process groups, so nothing else stops them if the agent dies.
+  process.once("exit", () => agent.killAllNow())
+  let signals = 0
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (++signals > 1) {
+      log.warn(`${signal} again: killing all attempts now`)
+      agent.killAllNow()
+      process.exit(1)
+    }
+    log.info(`${signal}: stopping all attempts, then exiting`)
+    void agent.shutdown()
+  }
+  process.on("SIGTERM", onSignal)
+  process.on("SIGINT", onSignal)
+  try {
+    await agent.start()
+    log.info("stopped")
+    return 0
+  } catch (error) {
+    if (error instanceof FatalError) throw error
+    throw new Error(`worker loop failed: ${error instanceof Error ? error.message : String(error)}`)
+  }
+}
+
+async function runEchoServer(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const config = parseEchoServer(args, env)
+  if (config === "help") return help(echoHelp)
+  const echo = createEchoServer()
+  const port = await echo.listen(config.port, config.host)
+  process.stdout.write(`listening on ${httpUrl(shownHost(config.host), port)}\n`)
+  await untilSignal()
+  await echo.close()
+  return 0
+}
+
+async function runRouter(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const config = parseRouter(args, env)
+  if (config === "help") return help(routerHelp)
+  const router = createRouter(config.upstreams)
+  const port = await router.listen(config.port, config.host)
+  process.stdout.write(
+    `listening on ${httpUrl(shownHost(config.host), port)} over ${config.upstreams.join(", ")}\n`,
+  )
+  await untilSignal()
+  await router.close()
+  return 0
+}
+
+function help(text: string): number {
+  process.stdout.write(text)
+  return 0
+}
+
+/** A wildcard address is not something to connect to; loopback is, on this machine. */
+function shownHost(host: string): string {
+  return host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host
+}
+
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"))
+    process.once("SIGINT", () => resolve("SIGINT"))
+  })
+}
+
+function agentVersion(): string {
+  try {
+    const pkg: unknown = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"))
+    const version = typeof pkg === "object" && pkg !== null && "version" in pkg ? pkg.version : undefined
+    return typeof version === "string" ? version : "unknown"
+  } catch {
+    return "unknown"
+  }
+}

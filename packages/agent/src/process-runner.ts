@@ -1,0 +1,190 @@
+/**
+ * Runs one attempt's process: argv without a shell, in its own process group, with the attempt's
+ * environment, its output kept in a bounded tail, and a stop that reaches the whole process tree.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { constants } from "node:os"
+import { fileURLToPath } from "node:url"
+import { LogRing } from "./log-ring"
+import { groupAlive, signalGroup } from "./process-group"
+
+/** How an attempt's process ended, in the terms of `ObservedAttempt`. */
+export interface ProcessOutcome {
+  state: "SUCCEEDED" | "FAILED" | "KILLED"
+  exitCode?: number
+  message?: string
+}
+
+export interface ProcessSpec {
+  attemptUid: string
+  argv: string[]
+  /** The attempt's own environment, from the desired attempt. */
+  env?: Record<string, string>
+  /** Variables the agent sets before `env` (so the attempt may override them), e.g. `HOST`. */
+  defaults?: Record<string, string>
+  /** For replicas: the port it must serve on, passed as `PORT`. */
+  port?: number
+  cwd?: string
+}
+
+/** The program name that stands for this agent in a command. */
+export const AgentProgram = "swarmplane-agent"
+
+/** The variable that carries the agent's API token; it never reaches the work the agent runs. */
+export const TokenVariable = "SWARMPLANE_TOKEN"
+
+const agentBin = fileURLToPath(new URL("../bin/swarmplane-agent.mjs", import.meta.url))
+
+/**
+ * The argv to spawn: a first element `swarmplane-agent` becomes this Node and the agent's launcher,
+ * so replicas like `["swarmplane-agent", "echo-server"]` work on a checkout without anything on PATH.
+ * The launcher registers its own TypeScript loader, so no `execArgv` has to be passed on.
+ */
+export function resolveArgv(argv: readonly string[]): string[] {
+  const [program, ...rest] = argv
+  if (program === AgentProgram) return [process.execPath, agentBin, ...rest]
+  return [...argv]
+}
+
+/**
+ * The environment of an attempt: the agent's own minus its token, then the agent's defaults, the
+ * attempt's `env`, and last what the attempt cannot override (`ATTEMPT_UID`, `PORT`).
+ */
+export function attemptEnv(base: NodeJS.ProcessEnv, spec: ProcessSpec): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(base)) if (value !== undefined) env[key] = value
+  delete env[TokenVariable]
+  Object.assign(env, spec.defaults, spec.env)
+  env.ATTEMPT_UID = spec.attemptUid
+  if (spec.port !== undefined) env.PORT = String(spec.port)
+  return env
+}
+
+/** One running (or finished) attempt process. */
+export class ProcessRun {
+  readonly logs = new LogRing()
+  readonly pid: number | undefined
+  /** Settles once the process has ended (or could not start); never rejects. */
+  readonly done: Promise<ProcessOutcome>
+  private outcome: ProcessOutcome | undefined
+  private stopRequested = false
+  /** The first process has exited (its outcome follows once its output is read). */
+  private exited = false
+  private stopping: Promise<ProcessOutcome> | undefined
+  private readonly stragglerGraceMs = 5000
+  private settle!: (outcome: ProcessOutcome) => void
+
+  constructor(spec: ProcessSpec, base: NodeJS.ProcessEnv = process.env) {
+    this.done = new Promise((resolve) => {
+      this.settle = resolve
+    })
+    const [file, ...args] = resolveArgv(spec.argv)
+    let child: ChildProcess | undefined
+    try {
+      child = spawn(file ?? "", args, {
+        env: attemptEnv(base, spec),
+        cwd: spec.cwd,
+        // Its own process group, so a stop can signal every process the attempt started.
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"],
+      })
+    } catch (error) {
+      // A malformed argv or env (a NUL byte) throws here instead of emitting "error".
+      this.cannotStart(spec, error)
+    }
+    this.pid = child?.pid
+    if (!child) return
+    for (const stream of [child.stdout, child.stderr]) {
+      stream?.setEncoding("utf8")
+      stream?.on("data", (text: string) => this.logs.write(text))
+    }
+    child.on("error", (error) => {
+      // Only a failure to start ends the attempt here; a later error (a failed signal) changes nothing.
+      if (child.pid === undefined) this.cannotStart(spec, error)
+    })
+    child.once("exit", (code, signal) => this.onExit(child, code, signal))
+  }
+
+  /** The outcome once ended, else undefined. */
+  get result(): ProcessOutcome | undefined {
+    return this.outcome
+  }
+
+  /**
+   * Stop the attempt: SIGTERM to its group, SIGKILL after `graceMs` to whatever is left. Resolves once
+   * no process of the group lives. Idempotent; a process that already ended keeps its own outcome.
+   */
+  stop(graceMs = 5000): Promise<ProcessOutcome> {
+    this.stopping ??= this.terminate(graceMs, !this.exited)
+    return this.stopping
+  }
+
+  /** SIGKILL the whole group now, synchronously (for an agent that is about to exit). */
+  killNow(): void {
+    // A group that is gone must not be signalled: its id could in principle belong to another by now.
+    if (this.pid === undefined || (this.exited && !groupAlive(this.pid))) return
+    this.stopRequested ||= !this.exited
+    signalGroup(this.pid, "SIGKILL")
+  }
+
+  private async terminate(graceMs: number, markKilled: boolean): Promise<ProcessOutcome> {
+    if (markKilled) this.stopRequested = true
+    const pgid = this.pid
+    if (pgid !== undefined && (!this.exited || groupAlive(pgid))) {
+      signalGroup(pgid, "SIGTERM")
+      const deadline = Date.now() + graceMs
+      while (Date.now() < deadline && (!this.exited || groupAlive(pgid))) await pause(50)
+      if (!this.exited || groupAlive(pgid)) {
+        this.logs.note(`still running ${graceMs} ms after SIGTERM; sending SIGKILL`)
+        signalGroup(pgid, "SIGKILL")
+      }
+    }
+    return this.done
+  }
+
+  private cannotStart(spec: ProcessSpec, error: unknown): void {
+    const code = (error as NodeJS.ErrnoException).code
+    const text = error instanceof Error ? error.message : String(error)
+    const message = `could not start ${JSON.stringify(spec.argv[0] ?? "")}: ${text}`
+    this.logs.note(message)
+    this.finish({ state: "FAILED", exitCode: code === "EACCES" ? 126 : 127, message })
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    this.exited = true
+    const exitCode = code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0)
+    let outcome: ProcessOutcome
+    if (this.stopRequested) outcome = { state: "KILLED", exitCode, message: "stopped by the agent" }
+    else if (code === 0) outcome = { state: "SUCCEEDED", exitCode: 0 }
+    else
+      outcome = {
+        state: "FAILED",
+        exitCode,
+        message: signal ? `killed by ${signal}` : `exited with code ${exitCode}`,
+      }
+    // The attempt owns its group: processes it left behind would hold resources the scheduler now
+    // counts as free, so they are stopped too (the outcome above stays as it is).
+    const pgid = this.pid
+    if (pgid !== undefined && !this.stopRequested && groupAlive(pgid)) {
+      this.logs.note("the command exited but left processes behind; stopping them")
+      this.stopping ??= this.terminate(this.stragglerGraceMs, false)
+    }
+    // "exit" can come before the last output is read; wait (briefly: a straggler may hold the pipes)
+    // for the pipes to close, so the final log tail is complete.
+    const closed = new Promise<void>((resolve) => {
+      child.once("close", () => resolve())
+      setTimeout(resolve, 250).unref()
+    })
+    void closed.then(() => this.finish(outcome))
+  }
+
+  private finish(outcome: ProcessOutcome): void {
+    if (this.outcome) return
+    this.outcome = outcome
+    this.settle(outcome)
+  }
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}

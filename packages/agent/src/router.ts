@@ -1,0 +1,175 @@
+/**
+ * The swarm router: one endpoint in front of a swarm's ready replicas. A streaming HTTP reverse proxy
+ * (request and response bodies are piped, never buffered, so SSE token streams flow through) that
+ * picks upstreams round-robin and retries once elsewhere when an upstream refuses the connection.
+ */
+import {
+  type ClientRequest,
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type Server,
+  type ServerResponse,
+} from "node:http"
+import { request as httpsRequest } from "node:https"
+import type { AddressInfo } from "node:net"
+
+/** Path the router answers itself, to tell its own state apart from a replica's. */
+export const RouterStatusPath = "/_swarmplane/router"
+
+export interface Router {
+  readonly server: Server
+  /** Replace the upstreams (base URLs such as `http://10.0.0.5:8000`). Requests in flight go on. */
+  setUpstreams(upstreams: readonly string[]): void
+  upstreams(): readonly string[]
+  listen(port?: number, host?: string): Promise<number>
+  close(): Promise<void>
+}
+
+/** Headers that describe one connection, not the message; a proxy must not forward them. */
+const hopByHop = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+])
+
+export function createRouter(initial: readonly string[] = []): Router {
+  let given: string[] = []
+  let targets: URL[] = []
+  let next = 0
+  const setUpstreams = (upstreams: readonly string[]) => {
+    // An unparsable upstream is skipped rather than failing every request.
+    const parsed = upstreams.flatMap((u) => (URL.canParse(u) ? [[u, new URL(u)] as const] : []))
+    given = parsed.map(([u]) => u)
+    targets = parsed.map(([, url]) => url)
+  }
+  setUpstreams(initial)
+
+  const server = createServer((req, res) => {
+    if (req.url === RouterStatusPath) {
+      sendJson(res, 200, { upstreams: given, ready: targets.length > 0 })
+      return
+    }
+    if (targets.length === 0) {
+      sendError(res, 503, "router.no_upstream", "no ready replica to route to yet; retry shortly")
+      return
+    }
+    // Round-robin start; the retry goes to the following upstream (or the same one if it is alone).
+    const first = next++ % targets.length
+    const order = [targets[first], targets[(first + 1) % targets.length]].filter((t) => t !== undefined)
+    forward(req, res, order)
+  })
+
+  return {
+    server,
+    setUpstreams,
+    upstreams: () => given,
+    listen: (port = 0, host = "127.0.0.1") =>
+      new Promise((resolve, reject) => {
+        server.once("error", reject)
+        server.listen(port, host, () => {
+          server.off("error", reject)
+          resolve((server.address() as AddressInfo).port)
+        })
+      }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+}
+
+/**
+ * Send the request to the first target; if that connection is refused, to the next. The request body
+ * is only read once a connection is up, so a refused attempt consumed nothing and the retry is whole.
+ */
+function forward(req: IncomingMessage, res: ServerResponse, targets: URL[]): void {
+  const [target, ...rest] = targets
+  if (!target) return
+  const upstream = openUpstream(target, req)
+  let connected = false
+  const onConnected = () => {
+    connected = true
+    req.pipe(upstream)
+  }
+  upstream.once("socket", (socket) => {
+    if (socket.connecting) socket.once("connect", onConnected)
+    else onConnected() // A reused keep-alive connection.
+  })
+  upstream.once("response", (answer) => relay(answer, res))
+  upstream.on("error", (error: NodeJS.ErrnoException) => {
+    if (!connected && error.code === "ECONNREFUSED" && rest.length > 0) return forward(req, res, rest)
+    if (!res.headersSent)
+      sendError(res, 502, "router.upstream_failed", `upstream ${target.origin} failed: ${error.message}`)
+    else res.destroy(error)
+  })
+  // A client that goes away must not leave a generation running upstream.
+  res.once("close", () => {
+    if (!res.writableFinished) upstream.destroy()
+  })
+}
+
+function openUpstream(target: URL, req: IncomingMessage): ClientRequest {
+  const request = target.protocol === "https:" ? httpsRequest : httpRequest
+  const base = target.pathname.replace(/\/$/, "")
+  return request({
+    protocol: target.protocol,
+    hostname: target.hostname.replace(/^\[|\]$/g, ""),
+    port: target.port || undefined,
+    method: req.method,
+    path: base + (req.url ?? "/"),
+    headers: forwardedHeaders(req, target),
+  })
+}
+
+/** The client's headers minus hop-by-hop ones, with the upstream's host and `x-forwarded-*` added. */
+export function forwardedHeaders(req: IncomingMessage, target: URL): OutgoingHttpHeaders {
+  const headers = withoutHopByHop(req.headers)
+  const client = req.socket.remoteAddress ?? ""
+  const prior = req.headers["x-forwarded-for"]
+  headers["x-forwarded-for"] = prior ? `${prior}, ${client}` : client
+  if (req.headers.host) headers["x-forwarded-host"] ??= req.headers.host
+  headers["x-forwarded-proto"] ??= "http"
+  headers.host = target.host
+  return headers
+}
+
+function relay(answer: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(answer.headers))
+  // Flush headers at once: a streaming answer should reach the client as soon as it starts.
+  res.flushHeaders()
+  answer.pipe(res)
+  answer.once("error", (error) => res.destroy(error))
+}
+
+function withoutHopByHop(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  // Headers named in `Connection` are hop-by-hop too.
+  const named = String(headers.connection ?? "")
+    .split(",")
+    .map((h) => h.trim().toLowerCase())
+  const out: OutgoingHttpHeaders = {}
+  for (const [key, value] of Object.entries(headers))
+    if (value !== undefined && !hopByHop.has(key) && !named.includes(key)) out[key] = value
+  return out
+}
+
+function sendError(res: ServerResponse, status: 502 | 503, code: string, message: string): void {
+  // Both shapes in one: swarmplane's `{ code, message, details }` and the `type` OpenAI clients read.
+  const type = status === 503 ? "service_unavailable" : "bad_gateway"
+  sendJson(res, status, { error: { code, message, type, details: [] } })
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+  res.end(text)
+}

@@ -1,0 +1,213 @@
+import type { DesiredAttempt } from "@swarmplane/core/model/worker"
+import { afterEach, describe, expect, it } from "vitest"
+import { controlPlane } from "./api-client"
+import { type FakeControlPlane, startFakeControlPlane } from "./testing/fake-control-plane"
+import { livingSleeps, sleepMarker, waitFor } from "./testing/wait"
+import { WorkerAgent } from "./worker"
+
+let cp: FakeControlPlane
+let agent: WorkerAgent
+
+interface AgentSetup {
+  heartbeatIntervalS?: number
+  minHeartbeatGapMs?: number
+  health?: { startIntervalMs?: number; startTimeoutMs?: number }
+}
+
+async function startAgent(options: AgentSetup = {}) {
+  cp = await startFakeControlPlane({ heartbeatIntervalS: options.heartbeatIntervalS ?? 1 })
+  agent = new WorkerAgent({
+    api: controlPlane({ api: cp.url, token: cp.token }),
+    registration: {
+      backendId: "local-workers",
+      name: "test-worker",
+      resources: { cpu: 2, memoryMiB: 1024, gpu: 0 },
+      attributes: { zone: "a" },
+    },
+    minHeartbeatGapMs: options.minHeartbeatGapMs ?? 100,
+    backoffMs: { initial: 50, max: 200 },
+    stopGraceMs: 2000,
+    health: { startIntervalMs: 100, readyIntervalMs: 200, ...options.health },
+  })
+  void agent.start()
+}
+
+afterEach(async () => {
+  await agent.shutdown()
+  await cp.close()
+  expect(cp.violations).toEqual([])
+})
+
+/** A desired attempt, a task unless `over` says otherwise. */
+function want(attemptUid: string, over: Partial<DesiredAttempt> = {}): DesiredAttempt {
+  return { attemptUid, action: "run", kind: "task", jobId: "job-1", taskIndex: 0, ...over }
+}
+
+const sh = (script: string) => ["sh", "-c", script]
+
+describe("worker loop", () => {
+  it("registers with what it offers, then heartbeats", async () => {
+    await startAgent()
+    await cp.waitForHeartbeat((b) => b.workerId === "w-1")
+    expect(cp.registrations[0]?.body).toMatchObject({
+      backendId: "local-workers",
+      resources: { cpu: 2, memoryMiB: 1024, gpu: 0 },
+      attributes: { zone: "a" },
+    })
+    expect(cp.registrations[0]?.idempotencyKey).toBeTruthy()
+  })
+
+  it("reports a task SUCCEEDED with exit 0 while it is desired, then forgets it", async () => {
+    await startAgent()
+    cp.setDesired([want("t-ok", { command: sh("echo hello from the task") })])
+    const done = await cp.waitForReport("t-ok", (a) => a.state === "SUCCEEDED")
+    expect(done).toMatchObject({ exitCode: 0 })
+    expect(done.logTail).toContain("hello from the task")
+    // Still desired: reported again, without the unchanged log.
+    const again = await cp.waitForReport("t-ok", (a) => a.state === "SUCCEEDED" && a !== done)
+    expect(again.logTail).toBeUndefined()
+    cp.setDesired([])
+    await cp.waitForHeartbeat((b) => !b.attempts.some((a) => a.attemptUid === "t-ok"))
+    expect(agent.known()).toEqual([])
+  })
+
+  it("reports a task that exits 3 as FAILED 3", async () => {
+    await startAgent()
+    cp.setDesired([want("t-three", { command: sh("echo failing >&2; exit 3") })])
+    const failed = await cp.waitForReport("t-three", (a) => a.state !== "RUNNING")
+    expect(failed).toMatchObject({ state: "FAILED", exitCode: 3 })
+    expect(failed.logTail).toContain("failing")
+  })
+
+  it("passes the desired env and ATTEMPT_UID to the task", async () => {
+    await startAgent()
+    cp.setDesired([want("t-env", { command: sh('echo "$SHARD_ID/$ATTEMPT_UID"'), env: { SHARD_ID: "4" } })])
+    const done = await cp.waitForReport("t-env", (a) => a.state === "SUCCEEDED")
+    expect(done.logTail).toContain("4/t-env")
+  })
+
+  it("kills a task marked stop (KILLED) and its whole process group", async () => {
+    await startAgent()
+    const marker = sleepMarker()
+    cp.setDesired([want("t-stop", { command: sh(`sleep ${marker} & sleep ${marker}`) })])
+    await cp.waitForReport("t-stop", (a) => a.state === "RUNNING")
+    await waitFor("the sleeps", () => livingSleeps(marker).length === 2)
+    cp.setDesired([want("t-stop", { action: "stop" })])
+    await cp.waitForReport("t-stop", (a) => a.state === "KILLED")
+    expect(livingSleeps(marker)).toEqual([])
+  })
+
+  it("stops a running task that left the desired set, then forgets it", async () => {
+    await startAgent()
+    const marker = sleepMarker()
+    cp.setDesired([want("t-gone", { command: ["sleep", marker] })])
+    await waitFor("the sleep", () => livingSleeps(marker).length === 1)
+    cp.setDesired([])
+    await waitFor("the sleep to be stopped", () => livingSleeps(marker).length === 0)
+    await waitFor("the attempt to be forgotten", () => agent.known().length === 0)
+  })
+
+  it("reports KILLED for an attempt told to stop that it never ran", async () => {
+    await startAgent()
+    cp.setDesired([want("t-never", { action: "stop" })])
+    const report = await cp.waitForReport("t-never", () => true)
+    expect(report).toMatchObject({ state: "KILLED" })
+  })
+
+  it("heartbeats at once after a local change, not at the next interval", async () => {
+    await startAgent({ heartbeatIntervalS: 60 })
+    cp.setDesired([want("t-fast", { command: sh("exit 0") })])
+    // Registration is followed by an immediate heartbeat, which hands out the task; its exit must be
+    // reported long before the 60 s interval.
+    await cp.waitForReport("t-fast", (a) => a.state === "SUCCEEDED", 10_000)
+  })
+
+  it("never heartbeats more often than the minimum gap, however many changes", async () => {
+    await startAgent({ heartbeatIntervalS: 60, minHeartbeatGapMs: 300 })
+    const uids = Array.from({ length: 8 }, (_, i) => `t-burst-${i}`)
+    cp.setDesired(uids.map((uid, i) => want(uid, { command: ["sleep", `0.${i + 1}`] })))
+    await cp.waitForHeartbeat(
+      (b) => uids.every((uid) => b.attempts.some((a) => a.attemptUid === uid && a.state === "SUCCEEDED")),
+      10_000,
+    )
+    const times = cp.heartbeats.map((b) => b.at)
+    const gaps = times.slice(1).map((t, i) => t - (times[i] ?? 0))
+    expect(gaps.length).toBeGreaterThan(2)
+    // Measured on arrival, so allow for jitter in delivery.
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(240)
+  })
+
+  it("keeps work running while heartbeats fail, and reports again when they succeed", async () => {
+    await startAgent()
+    const marker = sleepMarker()
+    cp.setDesired([want("t-keep", { command: ["sleep", marker] })])
+    await cp.waitForReport("t-keep", (a) => a.state === "RUNNING")
+    cp.failWith(503)
+    await waitFor("a few failed heartbeats", () => cp.rejected >= 3)
+    expect(livingSleeps(marker)).toHaveLength(1)
+    cp.failWith(undefined)
+    await cp.waitForReport("t-keep", (a) => a.state === "RUNNING")
+    expect(livingSleeps(marker)).toHaveLength(1)
+  })
+
+  it("on 410 worker.dead stops everything and registers again as a new worker", async () => {
+    await startAgent()
+    const marker = sleepMarker()
+    cp.setDesired([want("t-old", { command: ["sleep", marker] })])
+    await cp.waitForReport("t-old", (a) => a.state === "RUNNING")
+    cp.setDesired([])
+    cp.declareDead("w-1")
+    const beat = await cp.waitForHeartbeat((b) => b.workerId === "w-2")
+    expect(beat.attempts).toEqual([])
+    expect(livingSleeps(marker)).toEqual([])
+    expect(cp.registrations.map((r) => r.workerId)).toEqual(["w-1", "w-2"])
+    expect(cp.registrations[1]?.idempotencyKey).not.toBe(cp.registrations[0]?.idempotencyKey)
+  })
+
+  it("runs an echo-server replica until ready, and a router over it", async () => {
+    await startAgent()
+    const replica = want("r-1", {
+      kind: "replica",
+      command: ["swarmplane-agent", "echo-server"],
+      healthPath: "/health",
+    })
+    cp.setDesired([replica])
+    const ready = await cp.waitForReport("r-1", (a) => a.ready === true)
+    expect(ready.state).toBe("RUNNING")
+    expect(ready.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+    const chat = (base: string, text: string) =>
+      fetch(`${base}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: text }] }),
+      }).then((res) => res.json())
+    expect((await chat(ready.endpoint ?? "", "direct")).choices[0].message.content).toBe("echo: direct")
+
+    // A router with no upstream yet is up but not ready; with the replica it is, and it proxies.
+    cp.setDesired([replica, want("router-1", { kind: "router", upstreams: [] })])
+    const idle = await cp.waitForReport("router-1", (a) => a.endpoint !== undefined)
+    expect(idle.ready).toBe(false)
+    cp.setDesired([replica, want("router-1", { kind: "router", upstreams: [ready.endpoint ?? ""] })])
+    const routed = await cp.waitForReport("router-1", (a) => a.ready === true)
+    expect((await chat(routed.endpoint ?? "", "through the router")).choices[0].message.content).toBe(
+      "echo: through the router",
+    )
+
+    cp.setDesired([
+      want("r-1", { ...replica, action: "stop" }),
+      want("router-1", { kind: "router", action: "stop" }),
+    ])
+    await cp.waitForReport("r-1", (a) => a.state === "KILLED" && a.ready === false)
+    await cp.waitForReport("router-1", (a) => a.state === "KILLED")
+  })
+
+  it("fails a replica that never becomes healthy", async () => {
+    await startAgent({ health: { startIntervalMs: 50, startTimeoutMs: 500 } })
+    const marker = sleepMarker()
+    cp.setDesired([want("r-sick", { kind: "replica", command: ["sleep", marker], healthPath: "/health" })])
+    const failed = await cp.waitForReport("r-sick", (a) => a.state === "FAILED")
+    expect(failed.message).toContain("/health")
+    expect(failed.ready).toBe(false)
+    expect(livingSleeps(marker)).toEqual([])
+  })
+})

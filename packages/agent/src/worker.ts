@@ -1,0 +1,252 @@
+/**
+ * The worker loop: register, then heartbeat. Each heartbeat reports every attempt this worker knows
+ * of and gets back the complete desired set, which the loop applies: start what is new, stop what is
+ * marked `stop` or no longer listed, forget what ended once its final state was delivered and it left
+ * the set. Local changes (an exit, a replica turning ready) bring the next heartbeat forward.
+ */
+import { randomUUID } from "node:crypto"
+import { setTimeout as sleep } from "node:timers/promises"
+import type { DesiredAttempt } from "@swarmplane/core/model/worker"
+import { ApiError, type ControlPlane, type RegisterBody } from "./api-client"
+import { type Attempt, type AttemptContext, NeverStartedAttempt, ProcessAttempt } from "./attempt"
+import { type Logger, silentLogger } from "./logger"
+import { bindHostFor } from "./net"
+import type { HealthWatchOptions } from "./replica-health"
+import { fitLogBudget, LogBudgetChars } from "./report-budget"
+import { RouterAttempt } from "./router-attempt"
+
+export interface WorkerOptions {
+  api: ControlPlane
+  registration: RegisterBody
+  /** Host in reported endpoints; default 127.0.0.1. */
+  advertiseHost?: string
+  /** Host replicas and routers listen on; loopback or all interfaces, after `advertiseHost`. */
+  bindHost?: string
+  log?: Logger
+  /** SIGTERM → SIGKILL grace of a stop. */
+  stopGraceMs?: number
+  /** Heartbeats never come closer together than this, however many local changes there are. */
+  minHeartbeatGapMs?: number
+  /** First and largest wait between failed calls (doubling, with jitter). */
+  backoffMs?: { initial: number; max: number }
+  health?: Partial<Omit<HealthWatchOptions, "url">>
+}
+
+/** A failure trying again cannot fix (a refused token, an unknown backend): the agent should exit. */
+export class FatalError extends Error {}
+
+export class WorkerAgent {
+  workerId: string | undefined
+  private readonly attempts = new Map<string, Attempt>()
+  private readonly abort = new AbortController()
+  private readonly ctx: AttemptContext
+  private readonly log: Logger
+  private stopping = false
+  private running: Promise<void> | undefined
+  private intervalMs = 10_000
+  private lastBeatAt = 0
+  private kicked = false
+  private wake: (() => void) | undefined
+  private failures = 0
+  private beats = 0
+
+  constructor(private readonly options: WorkerOptions) {
+    this.log = options.log ?? silentLogger
+    const advertiseHost = options.advertiseHost ?? "127.0.0.1"
+    this.ctx = {
+      advertiseHost,
+      bindHost: options.bindHost ?? bindHostFor(advertiseHost),
+      onChange: () => this.kick(),
+      log: this.log,
+      stopGraceMs: options.stopGraceMs ?? 5000,
+      health: options.health,
+    }
+  }
+
+  /** Run until `shutdown()`; rejects with `FatalError` when registration is refused for good. */
+  start(): Promise<void> {
+    this.running ??= this.loop()
+    return this.running
+  }
+
+  /** Heartbeat soon (at most a few per second), e.g. because an attempt ended. */
+  kick(): void {
+    this.kicked = true
+    this.wake?.()
+  }
+
+  /** Stop every attempt (SIGTERM, then SIGKILL after the grace), send a last heartbeat, end `start()`. */
+  async shutdown(): Promise<void> {
+    if (!this.stopping) {
+      this.stopping = true
+      this.abort.abort()
+      this.wake?.()
+    }
+    await (this.running ?? this.stopAll()).catch(() => {})
+  }
+
+  /** SIGKILL every attempt's process group now, synchronously: the agent is exiting regardless. */
+  killAllNow(): void {
+    for (const attempt of this.attempts.values()) attempt.killNow()
+  }
+
+  /** Attempt ids this worker currently knows of (for tests and status). */
+  known(): string[] {
+    return [...this.attempts.keys()]
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      while (!this.stopping) {
+        if (this.workerId === undefined) {
+          await this.register()
+          continue
+        }
+        const ok = await this.beat()
+        if (!this.stopping && this.workerId !== undefined) await this.waitForNext(ok)
+      }
+    } finally {
+      await this.stopAll()
+      await this.lastHeartbeat()
+    }
+  }
+
+  private async register(): Promise<void> {
+    // One key per registration: a retry after a lost answer gets the same worker, not a second one.
+    const key = randomUUID()
+    for (let failures = 1; !this.stopping; failures++) {
+      try {
+        const r = await this.options.api.register(this.options.registration, key, this.abort.signal)
+        this.workerId = r.workerId
+        this.intervalMs = this.clampInterval(r.heartbeatIntervalS)
+        this.log.info(`registered as worker ${r.workerId} of backend ${this.options.registration.backendId}`)
+        return
+      } catch (error) {
+        if (this.stopping) return
+        if (error instanceof ApiError && !error.retryable)
+          throw new FatalError(`registration refused: ${error.message}`)
+        this.log.warn(`registration failed (try ${failures}): ${message(error)}`)
+        await this.pause(this.backoff(failures))
+      }
+    }
+  }
+
+  /** One heartbeat; false when it failed and the next one should back off. */
+  private async beat(): Promise<boolean> {
+    const workerId = this.workerId ?? ""
+    const observations = [...this.attempts.values()].map((a) => a.observe())
+    fitLogBudget(
+      observations.map((o) => o.report),
+      LogBudgetChars,
+      this.beats++,
+    )
+    this.lastBeatAt = Date.now()
+    this.kicked = false
+    try {
+      const answer = await this.options.api.heartbeat(
+        workerId,
+        observations.map((o) => o.report),
+        this.abort.signal,
+      )
+      for (const o of observations) o.delivered()
+      if (this.failures > 0) this.log.info(`heartbeats resumed after ${this.failures} failures`)
+      this.failures = 0
+      this.intervalMs = this.clampInterval(answer.heartbeatIntervalS)
+      if (!this.stopping) this.apply(answer.desired)
+      return true
+    } catch (error) {
+      if (this.stopping) return false
+      if (error instanceof ApiError && error.workerGone) {
+        this.log.warn(
+          `the control plane no longer knows worker ${workerId} (${error.code}); stopping all work`,
+        )
+        await this.stopAll()
+        this.attempts.clear()
+        this.workerId = undefined
+        return true
+      }
+      this.failures++
+      this.log.warn(`heartbeat failed (try ${this.failures}), work goes on: ${message(error)}`)
+      return false
+    }
+  }
+
+  /** Apply the complete desired set. */
+  private apply(desired: DesiredAttempt[]): void {
+    const listed = new Set<string>()
+    for (const d of desired) {
+      listed.add(d.attemptUid)
+      const current = this.attempts.get(d.attemptUid)
+      if (d.action === "run") {
+        if (current) current.update(d)
+        else this.attempts.set(d.attemptUid, this.create(d))
+      } else if (current) void current.stop()
+      else this.attempts.set(d.attemptUid, new NeverStartedAttempt(d.attemptUid))
+    }
+    for (const [uid, attempt] of this.attempts) {
+      if (listed.has(uid)) continue
+      if (!attempt.finished) void attempt.stop()
+      // Ended and no longer wanted: forget it, but only once its final state reached the control plane.
+      else if (attempt.finalDelivered) this.attempts.delete(uid)
+    }
+  }
+
+  private create(d: DesiredAttempt): Attempt {
+    this.log.info(`attempt ${d.attemptUid}: ${d.kind} of job ${d.jobId} task ${d.taskIndex} assigned`)
+    return d.kind === "router" ? new RouterAttempt(d, this.ctx) : new ProcessAttempt(d, this.ctx)
+  }
+
+  /** Wait for the interval, or less after a local change (never under the minimum gap), or back off. */
+  private async waitForNext(ok: boolean): Promise<void> {
+    if (!ok) return this.pause(this.backoff(this.failures))
+    const minGap = this.options.minHeartbeatGapMs ?? 250
+    while (!this.stopping) {
+      const now = Date.now()
+      const due = this.kicked ? this.lastBeatAt + minGap : this.lastBeatAt + this.intervalMs
+      if (now >= due) return
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, due - now)
+        this.wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      this.wake = undefined
+    }
+  }
+
+  private async stopAll(): Promise<void> {
+    await Promise.all([...this.attempts.values()].map((a) => a.stop()))
+  }
+
+  private async lastHeartbeat(): Promise<void> {
+    if (this.workerId === undefined) return
+    try {
+      await this.options.api.heartbeat(
+        this.workerId,
+        [...this.attempts.values()].map((a) => a.observe().report),
+      )
+    } catch (error) {
+      this.log.warn(`last heartbeat failed: ${message(error)}`)
+    }
+  }
+
+  private clampInterval(seconds: number): number {
+    return Math.min(Math.max(seconds * 1000, this.options.minHeartbeatGapMs ?? 250), 300_000)
+  }
+
+  private backoff(failures: number): number {
+    const { initial, max } = this.options.backoffMs ?? { initial: 500, max: 30_000 }
+    const base = Math.min(max, initial * 2 ** Math.min(failures - 1, 20))
+    // Jitter, so a fleet that lost the control plane together does not come back in lockstep.
+    return base / 2 + Math.random() * (base / 2)
+  }
+
+  private async pause(ms: number): Promise<void> {
+    await sleep(ms, undefined, { signal: this.abort.signal }).catch(() => {})
+  }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

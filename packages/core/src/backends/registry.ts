@@ -1,0 +1,33 @@
+/**
+ * Backend registry: config `type` → factory. The switch is exhaustive: adding a type to the config
+ * union without a factory fails to compile. Platform SDKs are loaded inside their backend modules, so
+ * a function that never touches Slurm never loads ssh2.
+ */
+import type { Backend } from "../model/backend"
+import type { Runtime } from "../runtime"
+import type { ServingBackend, TaskBackend } from "./protocol"
+import { UnavailableBackend } from "./unavailable"
+import { WorkersBackend } from "./workers/backend"
+
+export type AnyBackend = TaskBackend & ServingBackend
+
+export function createBackend(backend: Backend, runtime: Runtime): AnyBackend {
+  const config = backend.config
+  let instance: AnyBackend
+  switch (config.type) {
+    case "workers":
+      instance = WorkersBackend({ ...backend, config })
+      break
+    case "slurm":
+    case "lepton":
+    case "eks":
+      instance = UnavailableBackend(backend)
+      break
+    default: {
+      const unknown: never = config
+      throw new Error(`no backend factory for config type ${JSON.stringify(unknown)}`)
+    }
+  }
+  instance.bindRuntime(runtime)
+  return instance
+}

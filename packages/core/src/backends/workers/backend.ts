@@ -1,0 +1,319 @@
+/**
+ * The `workers` backend (kind `worker-daemon`): swarmplane runs the scheduler and keeps the worker
+ * store. Workers register and heartbeat (heartbeat.ts); this module places pending tasks on them,
+ * judges their liveness, scales their groups (autoscaler.ts) and serves swarms (serving.ts).
+ * Stopping an attempt needs no call: it leaves the worker's desired set, and the agent stops it.
+ */
+import type { Backend, BackendConfigOf } from "../../model/backend"
+import type { Worker } from "../../model/worker"
+import type { Runtime } from "../../runtime"
+import { place } from "../../scheduling/place"
+import { Keys } from "../../store/keys"
+import { mutate, type StoredItem } from "../../store/port"
+import { iso } from "../../util/clock"
+import { NotSupportedError } from "../../util/errors"
+import type {
+  AutoscaleResult,
+  ReconcileResult,
+  ScheduleResult,
+  ServingBackend,
+  TaskBackend,
+  TaskRef,
+} from "../protocol"
+import { backoffMs, type GroupState, planScaling, StartTimeoutMs } from "./autoscaler"
+import { Serving } from "./serving"
+import { buildSnapshot, bySubmission, res } from "./snapshot"
+
+type WorkersConfig = BackendConfigOf<"workers">
+
+interface AutoscalerState {
+  groups: Record<string, GroupState>
+  lastResult?: AutoscaleResult
+}
+
+function groupState(state: AutoscalerState, name: string): GroupState {
+  const existing = state.groups[name]
+  if (existing) return existing
+  const fresh: GroupState = { starts: [], stops: [], failures: 0 }
+  state.groups[name] = fresh
+  return fresh
+}
+
+export function WorkersBackend(backend: Backend & { config: WorkersConfig }): TaskBackend & ServingBackend {
+  let runtime: Runtime | undefined
+  const rt = () => {
+    if (!runtime) throw new Error("bindRuntime() first")
+    return runtime
+  }
+  const { project, id: backendId, config } = backend
+  const graceMs = config.heartbeatGraceS * 1000
+  const serving = Serving(rt)
+  const unsupported = (what: string) => async (): Promise<never> => {
+    throw new NotSupportedError("workers", what)
+  }
+  const workerItems = () => rt().repos.workers.items(project, backendId)
+  const alive = (items: StoredItem<Worker>[]) => items.map((i) => i.data).filter((w) => w.health !== "dead")
+
+  return {
+    descriptor: {
+      backendId,
+      kind: "worker-daemon",
+      advertisedAttributes: Object.fromEntries(
+        [...new Set(config.scaleGroups.flatMap((g) => Object.keys(g.attributes)))].map((key) => [
+          key,
+          [
+            ...new Set(
+              config.scaleGroups.map((g) => g.attributes[key]).filter((v): v is string => v !== undefined),
+            ),
+          ],
+        ]),
+      ),
+      scaleGroups: config.scaleGroups.map((g) => g.name),
+      displayName: config.displayName ?? backendId,
+    },
+
+    bindRuntime(r) {
+      runtime = r
+    },
+
+    async schedule(request): Promise<ScheduleResult> {
+      const workers = alive(await workerItems()).filter((w) => w.health === "healthy")
+      const pendingReasons = new Map<string, string>()
+      // Tasks of a job against a swarm wait until the swarm serves: SWARM_ENDPOINT must mean something.
+      const swarmReady = new Map<string, boolean>()
+      const placeable: TaskRef[] = []
+      for (const ref of [...request.pending].sort(bySubmission)) {
+        const swarm = ref.job.spec.swarm
+        if (swarm && !ref.job.serving) {
+          if (!swarmReady.has(swarm))
+            swarmReady.set(swarm, (await rt().repos.swarms.get(project, swarm))?.phase === "RUNNING")
+          if (!swarmReady.get(swarm)) {
+            pendingReasons.set(
+              `${ref.job.id}/${ref.task.data.index}`,
+              `waiting for swarm ${swarm} to be RUNNING`,
+            )
+            continue
+          }
+        }
+        placeable.push(ref)
+      }
+      const refs = new Map(placeable.map((r) => [`${r.job.id}/${r.task.data.index}`, r]))
+      const liveRefs = new Map(request.live.map((r) => [`${r.job.id}/${r.task.data.index}`, r]))
+      const placement = place(buildSnapshot(workers, request.live, placeable), { preemption: true })
+      for (const [key, reason] of placement.pending)
+        pendingReasons.set(
+          key,
+          workers.length ? reason : "no workers yet: the autoscaler starts them, or start an agent",
+        )
+      return {
+        assignments: placement.assignments.flatMap(({ taskId, workerId }) => {
+          const ref = refs.get(taskId)
+          return ref ? [{ ref, attemptUid: request.mintAttemptUid(), workerId, target: workerId }] : []
+        }),
+        preemptions: placement.preemptions.flatMap(({ taskId, forTaskId }) => {
+          const ref = liveRefs.get(taskId)
+          return ref ? [{ ref, reason: `preempted for ${forTaskId}` }] : []
+        }),
+        pendingReasons,
+      }
+    },
+
+    async reconcile(request): Promise<ReconcileResult> {
+      const now = rt().clock.now()
+      const items = await workerItems()
+      const byId = new Map(items.map((i) => [i.data.id, i]))
+      const health: ReconcileResult["workers"] = []
+      for (const item of items) {
+        if (item.data.health === "dead") continue
+        const silent = now - Date.parse(item.data.lastSeen)
+        const next: Worker["health"] =
+          silent > graceMs ? "dead" : silent > graceMs / 2 ? "suspect" : "healthy"
+        if (next !== item.data.health) health.push({ worker: item, health: next })
+      }
+      const dead = new Set(health.filter((h) => h.health === "dead").map((h) => h.worker.data.id))
+      const transitions: ReconcileResult["transitions"] = []
+      for (const ref of request.live) {
+        const attempt = ref.task.data.attempts.at(-1)
+        if (!attempt?.workerId) continue
+        const worker = byId.get(attempt.workerId)
+        if (worker && worker.data.health !== "dead" && !dead.has(attempt.workerId)) continue
+        transitions.push({
+          ref,
+          outcome: {
+            kind: "worker_failed",
+            attemptUid: attempt.attemptUid,
+            reason: "worker_lost",
+            message: `worker ${attempt.workerId} stopped heartbeating`,
+          },
+        })
+      }
+      return { transitions, workers: health }
+    },
+
+    async autoscale(request): Promise<AutoscaleResult> {
+      const r = rt()
+      const now = r.clock.now()
+      const key = Keys.autoscaler(project, backendId)
+      const stored = await r.repos.store.get<AutoscalerState>(key, { consistent: true })
+      const state: AutoscalerState = stored?.data ?? { groups: {} }
+      const items = await workerItems()
+      const workers = alive(items)
+      const instances = new Map<
+        string,
+        Awaited<ReturnType<NonNullable<Runtime["providers"]["local"]>["list"]>>
+      >()
+      for (const group of config.scaleGroups) {
+        const provider = r.providers[group.provider.type]
+        const target = { project, backendId, group }
+        const list = provider ? await provider.list(target).catch(() => []) : []
+        // Instances of dead workers, and ones that never registered, are stopped and count as failures.
+        const registered = new Map(items.map((i) => [i.data.instanceId, i.data]))
+        const stale = list.filter(
+          (i) =>
+            registered.get(i.id)?.health === "dead" ||
+            (!registered.has(i.id) && now - i.startedAt > StartTimeoutMs),
+        )
+        if (provider && stale.length) {
+          await provider
+            .stop(
+              target,
+              stale.map((i) => i.id),
+            )
+            .catch(() => undefined)
+          const g = groupState(state, group.name)
+          if (stale.some((i) => !registered.has(i.id))) {
+            g.failures++
+            g.backoffUntil = now + backoffMs(g.failures)
+            g.lastError = "a started worker did not register in time"
+          }
+        }
+        instances.set(
+          group.name,
+          list.filter((i) => !stale.includes(i)),
+        )
+      }
+      const plan = planScaling({
+        groups: config.scaleGroups,
+        workers,
+        instances,
+        pending: request.pending,
+        live: request.live,
+        state: state.groups,
+        now,
+      })
+      for (const { group, count } of plan.start) {
+        const g = groupState(state, group.name)
+        const provider = r.providers[group.provider.type]
+        try {
+          if (!provider) throw new Error(`no "${group.provider.type}" provider where this control plane runs`)
+          await provider.start({ project, backendId, group }, count)
+          g.starts.push(...Array(count).fill(now))
+          g.failures = 0
+          delete g.backoffUntil
+          delete g.lastError
+        } catch (error) {
+          g.failures++
+          g.backoffUntil = now + backoffMs(g.failures)
+          g.lastError = error instanceof Error ? error.message : String(error)
+          const s = plan.status.find((x) => x.group === group.name)
+          if (s)
+            Object.assign(s, {
+              action: "blocked",
+              reason: `start failed: ${g.lastError}`,
+              backoffUntil: iso(g.backoffUntil),
+            })
+        }
+      }
+      for (const { group, instanceIds } of plan.stop) {
+        const g = groupState(state, group.name)
+        await r.providers[group.provider.type]?.stop({ project, backendId, group }, instanceIds)
+        g.stops.push(...instanceIds.map(() => now))
+      }
+      for (const g of Object.values(state.groups)) {
+        g.starts = g.starts.filter((t) => now - t < 60_000)
+        g.stops = g.stops.filter((t) => now - t < 60_000)
+      }
+      const result: AutoscaleResult = { groups: plan.status }
+      const data: AutoscalerState = { ...state, lastResult: result }
+      if (stored) await mutate<AutoscalerState>(r.repos.store, key, (item) => ({ ...item, data }))
+      else await r.repos.store.create({ ...key, type: "autoscaler", data }).catch(() => undefined)
+      return result
+    },
+
+    async status() {
+      const workers = (await workerItems()).map((i) => i.data)
+      const by = (h: Worker["health"]) => workers.filter((w) => w.health === h).length
+      return {
+        healthy: true,
+        detail: { workers: { healthy: by("healthy"), suspect: by("suspect"), dead: by("dead") } },
+      }
+    },
+
+    async autoscalerStatus() {
+      const stored = await rt().repos.store.get<AutoscalerState>(Keys.autoscaler(project, backendId))
+      return stored?.data.lastResult ?? { groups: [] }
+    },
+
+    async resourceCapacity() {
+      const workers = alive(await workerItems())
+      const sum = (pick: (w: Worker) => number) => workers.reduce((n, w) => n + pick(w), 0)
+      const total = {
+        cpu: sum((w) => w.resources.cpu),
+        memoryMiB: sum((w) => w.resources.memoryMiB),
+        gpu: sum((w) => w.resources.gpu),
+      }
+      return { total, free: total }
+    },
+
+    runtimeImage: () => undefined,
+    getProcessStatus: unsupported("process status"),
+    profileTask: unsupported("profiling"),
+    execInContainer: unsupported("exec"),
+
+    async fetchLogs(ref, tail) {
+      const attempt = ref.task.data.attempts.at(-1)
+      if (!attempt) return { attemptUid: "", lines: [], truncated: false }
+      const record = await rt().repos.jobs.logTail(
+        project,
+        ref.job.id,
+        ref.task.data.index,
+        attempt.attemptUid,
+      )
+      const lines = record ? record.text.replace(/\n$/, "").split("\n") : []
+      return {
+        attemptUid: attempt.attemptUid,
+        lines: lines.slice(-tail),
+        truncated: lines.length > tail,
+        ...(record ? { updatedAt: record.updatedAt } : {}),
+      }
+    },
+
+    async seedLiveness() {
+      const seedAt = iso(rt().clock.now())
+      for (const item of await workerItems())
+        if (item.data.health !== "dead") await rt().repos.workers.setHealth(item, "healthy", { seedAt })
+    },
+
+    // Stopping needs no call: an attempt that is no longer live leaves its worker's desired set.
+    async runTeardown() {},
+    async teardown() {},
+
+    async pruneDeadWorkers() {
+      const now = rt().clock.now()
+      const old = (await workerItems()).filter(
+        (i) =>
+          i.data.health === "dead" && now - Date.parse(i.data.lastSeen) > config.deadWorkerRetentionS * 1000,
+      )
+      for (const item of old) await rt().repos.workers.remove(item)
+      return old.length
+    },
+
+    async close() {},
+
+    createOrUpdate: (swarm) => serving.createOrUpdate(swarm),
+    servingStatus: (swarm) => serving.status(swarm),
+    delete: (swarm) => serving.delete(swarm),
+  }
+}
+
+export { res }

@@ -1,0 +1,133 @@
+/**
+ * A worker's heartbeat (Iris's Reconcile RPC, made pull-based): apply what the worker observed to
+ * the tasks it holds, keep their output tails, and answer with the complete desired set of attempts.
+ * Only this worker's tasks are read (the `WTASKS` index), so a heartbeat costs O(its tasks).
+ *
+ *   observed RUNNING     → running (+ where a replica listens, whether it is ready)
+ *   observed SUCCEEDED   → succeeded;  FAILED → failed (failure budget)
+ *   observed KILLED of an attempt still wanted → worker_failed (the worker stopped it: preemption budget)
+ */
+import type { Job, Task } from "../../model/job"
+import type { Outcome } from "../../model/outcome"
+import type { DesiredAttempt, ObservedAttempt, Worker } from "../../model/worker"
+import type { Runtime } from "../../runtime"
+import type { TaskReport } from "../../store/jobs"
+import { Keys, ListIndex } from "../../store/keys"
+import { queryAll, type StoredItem } from "../../store/port"
+import { NotFoundError } from "../../util/errors"
+
+const live = (t: Task) => t.state === "ASSIGNED" || t.state === "BUILDING" || t.state === "RUNNING"
+
+function outcomeOf(task: Task, seen: ObservedAttempt): Outcome | undefined {
+  switch (seen.state) {
+    case "RUNNING":
+      return task.state === "RUNNING" ? undefined : { kind: "running", attemptUid: seen.attemptUid }
+    case "SUCCEEDED":
+      return { kind: "succeeded", attemptUid: seen.attemptUid, exitCode: seen.exitCode ?? 0 }
+    case "FAILED":
+      return {
+        kind: "failed",
+        attemptUid: seen.attemptUid,
+        reason: seen.exitCode === undefined || seen.exitCode === 127 ? "start_failed" : "exit_code",
+        ...(seen.exitCode !== undefined ? { exitCode: seen.exitCode } : {}),
+        ...(seen.message ? { message: seen.message } : {}),
+      }
+    case "KILLED":
+      return { kind: "worker_failed", attemptUid: seen.attemptUid, reason: "stopped_by_worker" }
+  }
+}
+
+/** Apply a worker's observations and return its desired set. */
+export async function heartbeat(
+  rt: Pick<Runtime, "repos">,
+  project: string,
+  workerId: string,
+  observed: ObservedAttempt[],
+): Promise<{ worker: Worker; desired: DesiredAttempt[] }> {
+  const { repos } = rt
+  // 1. This worker's tasks, and their jobs.
+  const held = await queryAll((cursor) =>
+    repos.store.queryIndex<Task>("list", ListIndex.workerTasksOf(project, workerId), { cursor }),
+  )
+  const jobIds = [...new Set(held.map((t) => t.pk.slice(t.pk.lastIndexOf("#JOB#") + 5)))]
+  const jobs = new Map(
+    (await repos.store.getMany<Job>(jobIds.map((id) => Keys.job(project, id)))).map(
+      (j) => [j.data.id, j.data] as const,
+    ),
+  )
+  const jobOf = (item: StoredItem<Task>) => jobs.get(item.pk.slice(item.pk.lastIndexOf("#JOB#") + 5))
+
+  // 2. Observations → reports per job; output tails kept.
+  const byAttempt = new Map(held.map((t) => [t.data.attempts.at(-1)?.attemptUid, t] as const))
+  const reports = new Map<string, TaskReport[]>()
+  for (const seen of observed) {
+    const item = byAttempt.get(seen.attemptUid)
+    const job = item && jobOf(item)
+    if (!item || !job || !live(item.data)) continue // not ours (any more): it is left out of the desired set
+    const list = reports.get(job.id) ?? []
+    const outcome = outcomeOf(item.data, seen)
+    if (outcome) list.push({ index: item.data.index, outcome })
+    if (seen.endpoint !== undefined || seen.ready !== undefined)
+      list.push({
+        index: item.data.index,
+        serving: { attemptUid: seen.attemptUid, endpoint: seen.endpoint, ready: seen.ready },
+      })
+    reports.set(job.id, list)
+    if (seen.logTail !== undefined)
+      await repos.jobs.saveLogTail(project, job.id, item.data.index, seen.attemptUid, seen.logTail)
+  }
+  const current = new Map(held.map((t) => [`${jobOf(t)?.id}/${t.data.index}`, t.data]))
+  for (const [jobId, list] of reports) {
+    const job = jobs.get(jobId)!
+    const { tasks } = await repos.jobs.applyReports(job, list)
+    for (const t of tasks) if (current.has(`${jobId}/${t.index}`)) current.set(`${jobId}/${t.index}`, t)
+  }
+
+  // 3. The desired set: every attempt still live on this worker.
+  const stillHeld = [...current.entries()].filter(
+    ([, t]) => live(t) && t.attempts.at(-1)?.workerId === workerId,
+  )
+  const worker = await repos.workers.heartbeat(project, workerId, stillHeld.length > 0)
+  if (!worker) throw new NotFoundError("worker", workerId)
+  const swarmUrls = new Map<string, string | undefined>()
+  const desired: DesiredAttempt[] = []
+  for (const [key, task] of stillHeld) {
+    const job = jobs.get(key.slice(0, key.lastIndexOf("/")))
+    if (!job) continue
+    desired.push(await desiredOf(rt, job, task, swarmUrls))
+  }
+  return { worker, desired }
+}
+
+async function desiredOf(
+  rt: Pick<Runtime, "repos">,
+  job: Job,
+  task: Task,
+  swarmUrls: Map<string, string | undefined>,
+): Promise<DesiredAttempt> {
+  const attemptUid = task.attempts.at(-1)!.attemptUid
+  const base = { attemptUid, action: "run" as const, jobId: job.id, taskIndex: task.index }
+  if (job.serving && task.index === job.serving.replicas) {
+    const tasks = await rt.repos.jobs.tasks(job.project, job.id, { limit: job.serving.replicas + 1 })
+    const upstreams = tasks.items
+      .filter((t) => t.index < job.serving!.replicas && t.state === "RUNNING" && t.attempts.at(-1)?.ready)
+      .map((t) => t.attempts.at(-1)!.endpoint!)
+      .filter(Boolean)
+    return { ...base, kind: "router", upstreams }
+  }
+  const env: Record<string, string> = {
+    ...job.spec.env,
+    SHARD_ID: String(task.index),
+    NSHARDS: String(job.serving ? job.serving.replicas : job.spec.tasks),
+    ATTEMPT_UID: attemptUid,
+  }
+  if (job.spec.swarm) {
+    if (!swarmUrls.has(job.spec.swarm))
+      swarmUrls.set(job.spec.swarm, (await rt.repos.swarms.get(job.project, job.spec.swarm))?.url)
+    const url = swarmUrls.get(job.spec.swarm)
+    if (url) env.SWARM_ENDPOINT = url
+  }
+  if (job.serving)
+    return { ...base, kind: "replica", command: job.spec.command, env, healthPath: job.serving.healthPath }
+  return { ...base, kind: "task", command: job.spec.command, env }
+}

@@ -1,0 +1,137 @@
+/**
+ * Swarms on a `workers` backend: the replicas and a router run as the tasks of an internal serving
+ * job (one per swarm generation: `srv-<swarm>-g<generation>`), placed by the scheduler and pulled by
+ * agents like any task. Replica tasks serve on the `PORT` their agent picks; the router task (the last
+ * index) is the agent's proxy over the ready replicas and gives the swarm its one endpoint.
+ */
+import { isFinished } from "../../control/job-status"
+import type { Job, JobSpec, Task } from "../../model/job"
+import { FailedTaskStates, isTerminalTask, type TaskState } from "../../model/states"
+import type { Swarm } from "../../model/swarm"
+import type { Runtime } from "../../runtime"
+import type { ServingStatus } from "../protocol"
+
+export function servingJobId(swarm: string, generation: number): string {
+  return `srv-${swarm}-g${generation}`
+}
+
+/** The replica command: the swarm's own, the built-in echo server for `model: echo`, or vLLM. */
+export function replicaCommand(swarm: Swarm): string[] {
+  if (swarm.command) return [...swarm.command, ...swarm.args]
+  if (swarm.model === "echo") return ["swarmplane-agent", "echo-server", ...swarm.args]
+  return ["sh", "-c", 'exec vllm serve "$MODEL" --host 0.0.0.0 --port "$PORT" "$@"', "vllm", ...swarm.args]
+}
+
+function servingSpec(swarm: Swarm): JobSpec {
+  return {
+    name: swarm.name,
+    backendId: swarm.backendId,
+    command: replicaCommand(swarm),
+    env: { ...swarm.env, MODEL: swarm.model },
+    resources: { cpu: swarm.cpusPerReplica, memoryMiB: swarm.memoryMiBPerReplica, gpu: swarm.gpusPerReplica },
+    constraints: [],
+    preferences: [],
+    tasks: swarm.replicas + 1,
+    priority: "production",
+    maxRetriesFailure: 5,
+    maxRetriesPreemption: 100,
+    maxTaskFailures: 0,
+    labels: { "swarmplane.swarm": swarm.name },
+  }
+}
+
+export function Serving(rt: () => Runtime) {
+  return {
+    /** Make sure the current generation's serving job exists; cancel older generations' jobs. */
+    async createOrUpdate(swarm: Swarm): Promise<NonNullable<Swarm["handle"]>> {
+      const { jobs } = rt().repos
+      const id = servingJobId(swarm.name, swarm.generation)
+      await jobs.create(swarm.project, id, servingSpec(swarm), swarm.backendId!, {
+        serving: {
+          swarm: swarm.name,
+          generation: swarm.generation,
+          replicas: swarm.replicas,
+          healthPath: swarm.healthPath,
+        },
+      })
+      if (swarm.handle && swarm.handle.id !== id)
+        await jobs.cancel(swarm.project, swarm.handle.id).catch(() => undefined)
+      return { id, url: "", meta: { generation: swarm.generation, job: id } }
+    },
+
+    async status(swarm: Swarm): Promise<ServingStatus | { gone: true }> {
+      if (!swarm.handle) return { gone: true }
+      const loaded = await rt().repos.jobs.load(swarm.project, swarm.handle.id)
+      if (!loaded?.job.data.serving) return { gone: true }
+      return servingStatus(
+        loaded.job.data,
+        loaded.tasks.map((t) => t.data),
+      )
+    },
+
+    /** Stop everything of the swarm: its serving job is cancelled; the agents stop the processes. */
+    async delete(swarm: Swarm): Promise<void> {
+      if (swarm.handle)
+        await rt()
+          .repos.jobs.cancel(swarm.project, swarm.handle.id)
+          .catch(() => undefined)
+    },
+  }
+}
+
+const replicaState = (t: Task): string => {
+  const attempt = t.attempts.at(-1)
+  if (t.state === "RUNNING" && attempt?.ready) return "READY"
+  return t.state
+}
+
+/** A serving job's tasks, read as a swarm: phase, endpoint, per-replica state. Pure. */
+export function servingStatus(job: Job, tasks: Task[]): ServingStatus {
+  const replicas = job.serving!.replicas
+  const sorted = [...tasks].sort((a, b) => a.index - b.index)
+  const replicaTasks = sorted.filter((t) => t.index < replicas)
+  const router = sorted.find((t) => t.index === replicas)
+  const items = replicaTasks.map((t) => ({
+    index: t.index,
+    state: replicaState(t),
+    ...(t.attempts.at(-1)?.endpoint && t.state === "RUNNING" ? { url: t.attempts.at(-1)!.endpoint! } : {}),
+    ...(t.pendingReason ? { message: t.pendingReason } : {}),
+  }))
+  const ready = items.filter((i) => i.state === "READY").length
+  const replicaStatus = { ready, total: replicas, items }
+  const failed = sorted.find((t) => (FailedTaskStates as readonly TaskState[]).includes(t.state))
+  if (failed) {
+    const exit = failed.attempts.at(-1)?.exitCode
+    const what = failed.index === replicas ? "the router" : `replica ${failed.index}`
+    return {
+      phase: "FAILED",
+      detail: `${what} ${failed.state.toLowerCase()}${exit !== undefined ? ` (exit code ${exit})` : ""}${failed.pendingReason ? `: ${failed.pendingReason}` : ""}`,
+      replicas: replicaStatus,
+      generation: job.serving!.generation,
+    }
+  }
+  if (isFinished(job.status) || sorted.every((t) => isTerminalTask(t.state)))
+    return { phase: "STOPPED", replicas: replicaStatus, generation: job.serving!.generation }
+  const routerAttempt = router?.attempts.at(-1)
+  if (router?.state === "RUNNING" && routerAttempt?.ready && routerAttempt.endpoint && ready === replicas)
+    return {
+      phase: "RUNNING",
+      url: routerAttempt.endpoint,
+      replicas: replicaStatus,
+      generation: job.serving!.generation,
+    }
+  if (sorted.some((t) => t.state !== "PENDING"))
+    return {
+      phase: "INITIALIZING",
+      detail: `${ready}/${replicas} replicas ready`,
+      replicas: replicaStatus,
+      generation: job.serving!.generation,
+    }
+  const reason = sorted.find((t) => t.pendingReason)?.pendingReason
+  return {
+    phase: "PENDING",
+    ...(reason ? { detail: reason } : {}),
+    replicas: replicaStatus,
+    generation: job.serving!.generation,
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * One control-loop pass over one backend, under its lease (observe → plan → apply):
+ *   1. take the lease (skip the pass if another holder has it); its token fences every write;
+ *   2. read the active work from the sparse index;
+ *   3. after a long absence, give workers a fresh grace period (`seedLiveness`);
+ *   4. reconcile: worker health and observed outcomes, applied with the task state machine;
+ *   5. settle jobs: kills for cancels and failures past tolerance, counts and status;
+ *   6. swarms: create, observe and tear down deployments;
+ *   7. scheduling timeouts, then placement of what is still pending (and preemption);
+ *   8. teardown effects after the commit; release the lease.
+ * Every write is conditional, so a crash anywhere is repaired by the next pass.
+ */
+
+import type { TaskRef, TeardownEffect } from "../backends/protocol"
+import { type AnyBackend, createBackend } from "../backends/registry"
+import type { Backend } from "../model/backend"
+import type { Outcome } from "../model/outcome"
+import type { Runtime } from "../runtime"
+import type { Lease } from "../store/leases"
+import { FencedError } from "../store/port"
+import { newId } from "../util/ids"
+import { activeWork } from "./active"
+import { reconcileSwarm } from "./serving"
+
+export interface PassReport {
+  project: string
+  backendId: string
+  /** False when another holder had the lease. */
+  ran: boolean
+  active: number
+  placed: number
+  transitions: number
+  error?: string
+}
+
+export const LeaseTtlMs = 60_000
+
+/** Group outcomes per job and apply them (fenced). Returns the attempts to stop. */
+async function applyOutcomes(
+  rt: Runtime,
+  items: { ref: TaskRef; outcome: Outcome }[],
+  fence: number,
+): Promise<string[]> {
+  const byJob = new Map<string, { ref: TaskRef; outcome: Outcome }[]>()
+  for (const item of items) byJob.set(item.ref.job.id, [...(byJob.get(item.ref.job.id) ?? []), item])
+  const stop: string[] = []
+  for (const list of byJob.values()) {
+    const job = list[0]!.ref.job
+    const result = await rt.repos.jobs.applyReports(
+      job,
+      list.map((i) => ({ index: i.ref.task.data.index, outcome: i.outcome })),
+      { fence },
+    )
+    stop.push(...result.stop)
+  }
+  return stop
+}
+
+export async function reconcilePass(rt: Runtime, record: Backend, owner: string): Promise<PassReport> {
+  const report: PassReport = {
+    project: record.project,
+    backendId: record.id,
+    ran: false,
+    active: 0,
+    placed: 0,
+    transitions: 0,
+  }
+  const leases = rt.repos.leases
+  const lease: Lease | undefined = await leases.acquire(
+    record.project,
+    record.id,
+    "reconcile",
+    owner,
+    LeaseTtlMs,
+  )
+  if (!lease) return report
+  report.ran = true
+  const fence = lease.token
+  let backend: AnyBackend | undefined
+  try {
+    backend = createBackend(record, rt)
+    let work = await activeWork(rt, record)
+    report.active = work.count
+    const now = rt.clock.now()
+
+    // 3–4. Liveness and observed outcomes.
+    if (
+      record.kind === "worker-daemon" &&
+      record.config.type === "workers" &&
+      lease.lastPassAt !== undefined &&
+      now - lease.lastPassAt > record.config.heartbeatGraceS * 1000
+    )
+      await backend.seedLiveness()
+    const observed = await backend.reconcile({
+      live: work.live,
+      ...(lease.lastPassAt !== undefined ? { lastPassAt: lease.lastPassAt } : {}),
+    })
+    for (const { worker, health } of observed.workers)
+      await rt.repos.workers.setHealth(worker, health, { fence })
+    const effects: TeardownEffect[] = []
+    const stops = await applyOutcomes(rt, observed.transitions, fence)
+    report.transitions += observed.transitions.length
+
+    // 5. Settle every active job (cancel and tolerance kills; counts and status).
+    for (const job of work.jobs.values()) {
+      const settled = await rt.repos.jobs.settle(record.project, job.id, fence)
+      stops.push(...settled.stop)
+    }
+
+    // 6. Swarms.
+    for (const swarm of work.swarms) await reconcileSwarm(rt, backend, swarm, fence)
+
+    // 7. Timeouts, then placement over fresh state.
+    work = await activeWork(rt, record)
+    const timedOut = work.pending.filter((ref) => {
+      const limit = ref.job.spec.schedulingTimeoutS
+      const since = Date.parse(ref.task.data.attempts.at(-1)?.finishedAt ?? ref.job.createdAt)
+      return limit !== undefined && now - since > limit * 1000
+    })
+    if (timedOut.length) {
+      await applyOutcomes(
+        rt,
+        timedOut.map((ref) => ({
+          ref,
+          outcome: {
+            kind: "unschedulable",
+            reason: "scheduling_timeout",
+            message: `not placed within ${ref.job.spec.schedulingTimeoutS}s: ${ref.task.data.pendingReason ?? "no fitting capacity"}`,
+          },
+        })),
+        fence,
+      )
+      work = await activeWork(rt, record)
+    }
+    if (work.pending.length) {
+      const plan = await backend.schedule({
+        pending: work.pending,
+        live: work.live,
+        mintAttemptUid: () => newId("a", rt.clock.now()),
+      })
+      await applyOutcomes(
+        rt,
+        plan.assignments.map((a) => ({
+          ref: a.ref,
+          outcome: {
+            kind: "assigned",
+            attemptUid: a.attemptUid,
+            ...(a.workerId ? { workerId: a.workerId } : {}),
+            ...(a.target ? { target: a.target } : {}),
+          },
+        })),
+        fence,
+      )
+      report.placed = plan.assignments.length
+      const preempted = plan.preemptions.map((p) => ({
+        ref: p.ref,
+        outcome: {
+          kind: "preempted" as const,
+          attemptUid: p.ref.task.data.attempts.at(-1)!.attemptUid,
+          reason: p.reason,
+        },
+      }))
+      stops.push(...(await applyOutcomes(rt, preempted, fence)))
+      const placed = new Set(plan.assignments.map((a) => `${a.ref.job.id}/${a.ref.task.data.index}`))
+      const byJob = new Map<string, TaskRef[]>()
+      for (const ref of work.pending)
+        if (!placed.has(`${ref.job.id}/${ref.task.data.index}`))
+          byJob.set(ref.job.id, [...(byJob.get(ref.job.id) ?? []), ref])
+      for (const refs of byJob.values()) {
+        const reasons = new Map<number, string>()
+        for (const ref of refs) {
+          const reason = plan.pendingReasons.get(`${ref.job.id}/${ref.task.data.index}`)
+          if (reason) reasons.set(ref.task.data.index, reason)
+        }
+        await rt.repos.jobs.setPendingReasons(
+          refs[0]!.job,
+          refs.map((r) => r.task),
+          reasons,
+          fence,
+        )
+      }
+    }
+
+    // 8. Teardown after the commit.
+    effects.push(...stops.map((attemptUid) => ({ kind: "stop" as const, attemptUid })))
+    if (effects.length) await backend.runTeardown(effects)
+    if (record.kind === "worker-daemon") await backend.pruneDeadWorkers()
+    await rt.repos.backends.setStatus(record.project, record.id, {
+      healthy: true,
+      checkedAt: new Date(now).toISOString(),
+    })
+  } catch (error) {
+    // A fenced write means a newer holder took over: stop quietly, it carries on.
+    if (!(error instanceof FencedError)) {
+      report.error = error instanceof Error ? error.message : String(error)
+      await rt.repos.backends
+        .setStatus(record.project, record.id, {
+          healthy: false,
+          message: report.error,
+          checkedAt: new Date(rt.clock.now()).toISOString(),
+        })
+        .catch(() => undefined)
+    }
+  } finally {
+    await backend?.close().catch(() => undefined)
+    await leases.release(lease)
+  }
+  return report
+}

@@ -1,0 +1,124 @@
+/**
+ * The `local` scale-group provider: worker agents as child processes of the local control plane.
+ * Each gets its instance id, the group's resources and attributes as flags, and the pool's API key in
+ * its environment (never on the command line). Output goes to `<data dir>/workers/<instance>.log`.
+ * Stopping sends SIGTERM (the agent stops its own children), then SIGKILL after a grace period.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { createWriteStream, mkdirSync } from "node:fs"
+import { join } from "node:path"
+import type { ProviderInstance, ScaleGroupProvider, ScaleTarget } from "../backends/workers/providers"
+import type { Logger } from "../util/logger"
+
+export interface LocalProviderOptions {
+  /** The agent's launcher (packages/agent/bin/swarmplane-agent.mjs). */
+  agentBin: string
+  /** Folder for the agents' logs. */
+  logDir: string
+  logger: Logger
+  /** Where agents reach the API and the key they use; known once the API listens. */
+  connection: () => { api: string; token: string }
+  /** Grace before SIGKILL, ms. */
+  killAfterMs?: number
+}
+
+interface Running {
+  child: ChildProcess
+  target: string
+  info: ProviderInstance
+  exited: Promise<void>
+}
+
+const groupKey = (t: ScaleTarget) => `${t.project}/${t.backendId}/${t.group.name}`
+
+export function LocalProvider(
+  options: LocalProviderOptions,
+): ScaleGroupProvider & { stopAll(): Promise<void> } {
+  const running = new Map<string, Running>()
+  mkdirSync(options.logDir, { recursive: true })
+
+  const stopOne = async (id: string) => {
+    const r = running.get(id)
+    if (!r) return
+    if (r.child.exitCode === null && r.child.signalCode === null) {
+      r.child.kill("SIGTERM")
+      const timer = setTimeout(() => r.child.kill("SIGKILL"), options.killAfterMs ?? 10_000)
+      await r.exited
+      clearTimeout(timer)
+    }
+    running.delete(id)
+  }
+
+  return {
+    async start(target, count) {
+      const { api, token } = options.connection()
+      const { group } = target
+      const ids: string[] = []
+      for (let i = 0; i < count; i++) {
+        const id = `local-${randomBytes(4).toString("hex")}`
+        const args = [
+          options.agentBin,
+          "worker",
+          "--api",
+          api,
+          "--backend",
+          target.backendId,
+          "--group",
+          group.name,
+          "--instance-id",
+          id,
+          "--name",
+          id,
+          "--cpu",
+          String(group.resources.cpu),
+          "--memory-mib",
+          String(group.resources.memoryMiB),
+          "--gpu",
+          String(group.resources.gpu),
+          ...(group.resources.gpuType ? ["--gpu-type", group.resources.gpuType] : []),
+          ...Object.entries(group.attributes).flatMap(([k, v]) => ["--attr", `${k}=${v}`]),
+        ]
+        const log = createWriteStream(join(options.logDir, `${id}.log`), { flags: "a" })
+        const child = spawn(process.execPath, args, {
+          env: { ...process.env, SWARMPLANE_TOKEN: token },
+          stdio: ["ignore", "pipe", "pipe"],
+        })
+        child.stdout?.pipe(log)
+        child.stderr?.pipe(log)
+        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+        void exited.then(() => {
+          log.end()
+          if (running.get(id)?.child === child) running.delete(id)
+        })
+        child.once("error", (error) => options.logger.error(`worker ${id} could not start: ${error.message}`))
+        running.set(id, { child, target: groupKey(target), info: { id, startedAt: Date.now() }, exited })
+        ids.push(id)
+      }
+      options.logger.info(
+        `started ${count} worker(s) in ${target.backendId}/${group.name}: ${ids.join(", ")}`,
+      )
+      return ids
+    },
+
+    async stop(target, instanceIds) {
+      const mine = instanceIds.filter((id) => running.get(id)?.target === groupKey(target))
+      if (mine.length)
+        options.logger.info(
+          `stopping worker(s) in ${target.backendId}/${target.group.name}: ${mine.join(", ")}`,
+        )
+      await Promise.all(mine.map(stopOne))
+    },
+
+    async list(target) {
+      const key = groupKey(target)
+      return [...running.values()]
+        .filter((r) => r.target === key && r.child.exitCode === null)
+        .map((r) => r.info)
+    },
+
+    async stopAll() {
+      await Promise.all([...running.keys()].map(stopOne))
+    },
+  }
+}
