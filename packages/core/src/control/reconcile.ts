@@ -35,6 +35,14 @@ export interface PassReport {
 
 export const LeaseTtlMs = 60_000
 
+/**
+ * A gap between passes this long means the control loop itself was away (not the workers): far more
+ * than the cron period (1 min), so ordinary passes never mistake silence for it.
+ */
+export function awayAfterMs(graceS: number): number {
+  return Math.max(5 * 60_000, 3 * graceS * 1000)
+}
+
 /** Group outcomes per job and apply them (fenced). Returns the attempts to stop. */
 async function applyOutcomes(
   rt: Runtime,
@@ -85,10 +93,9 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
 
     // 3–4. Liveness and observed outcomes.
     if (
-      record.kind === "worker-daemon" &&
       record.config.type === "workers" &&
       lease.lastPassAt !== undefined &&
-      now - lease.lastPassAt > record.config.heartbeatGraceS * 1000
+      now - lease.lastPassAt > awayAfterMs(record.config.heartbeatGraceS)
     )
       await backend.seedLiveness()
     const observed = await backend.reconcile({

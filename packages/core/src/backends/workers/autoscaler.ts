@@ -47,9 +47,13 @@ export function backoffMs(failures: number): number {
   return Math.min(300_000, 10_000 * 2 ** Math.max(0, failures - 1))
 }
 
-/** New workers of each group the unplaceable pending tasks would need, groups in config order. */
-function newWorkersNeeded(input: ScalingInput): Map<string, number> {
+/**
+ * New workers of each group the unplaceable pending tasks would need, groups in config order; and the
+ * existing workers the placeable ones go to (about to be busy: never idle surplus).
+ */
+function newWorkersNeeded(input: ScalingInput): { needed: Map<string, number>; used: Set<string> } {
   const first = place(buildSnapshot(input.workers, input.live, input.pending))
+  const used = new Set(first.assignments.map((a) => a.workerId))
   let unplaced = input.pending.filter((r) => first.pending.has(`${r.job.id}/${r.task.data.index}`))
   const needed = new Map<string, number>()
   for (const group of input.groups) {
@@ -70,13 +74,16 @@ function newWorkersNeeded(input: ScalingInput): Map<string, number> {
     needed.set(group.name, new Set(dry.assignments.map((a) => a.workerId)).size)
     unplaced = unplaced.filter((r) => dry.pending.has(`${r.job.id}/${r.task.data.index}`))
   }
-  return needed
+  return { needed, used }
 }
 
 export function planScaling(input: ScalingInput): ScalingPlan {
   const { now } = input
-  const needed = newWorkersNeeded(input)
-  const busyWorkers = new Set(input.live.map((r) => r.task.data.attempts.at(-1)?.workerId).filter(Boolean))
+  const { needed, used } = newWorkersNeeded(input)
+  const busyWorkers = new Set([
+    ...used,
+    ...input.live.map((r) => r.task.data.attempts.at(-1)?.workerId).filter(Boolean),
+  ])
   const plan: ScalingPlan = { status: [], start: [], stop: [] }
   for (const group of input.groups) {
     const state = input.state[group.name] ?? { starts: [], stops: [], failures: 0 }
@@ -109,11 +116,21 @@ export function planScaling(input: ScalingInput): ScalingPlan {
           reason: `needs ${target - current} more; rate limit of ${group.scaleUpPerMinute}/min reached`,
         })
       else {
+        // Name what the target is made of: min when it dominates, else busy + new + buffer (capped by max).
+        const parts = [
+          busy ? `${busy} busy` : "",
+          fresh ? `${fresh} new worker(s) for pending work` : "",
+          group.buffer ? `buffer ${group.buffer}` : "",
+        ].filter(Boolean)
+        const wanted =
+          group.min > demand + group.buffer || !parts.length
+            ? `min ${group.min}`
+            : `${parts.join(" + ")}${demand + group.buffer > group.max ? ` (max ${group.max})` : ""}`
         plan.start.push({ group, count })
         plan.status.push({
           ...base,
           action: "scale_up",
-          reason: `${fresh ? `${fresh} new worker(s) for pending work` : `min ${group.min}`}${group.buffer ? ` + buffer ${group.buffer}` : ""}: starting ${count}${count < target - current ? ` (rate limit ${group.scaleUpPerMinute}/min)` : ""}`,
+          reason: `${wanted}: starting ${count}${count < target - current ? ` (rate limit ${group.scaleUpPerMinute}/min)` : ""}`,
         })
       }
       continue

@@ -1,0 +1,103 @@
+import { expect, test } from "vitest"
+import { BackendConfig } from "../model/backend"
+import { JobSpec } from "../model/job"
+import { MemoryQueue } from "../queue/memory"
+import { createRuntime } from "../runtime"
+import { MemoryStore } from "../store/memory"
+import { FencedError } from "../store/port"
+import { FakeClock } from "../util/clock"
+import { memoryLogger } from "../util/logger"
+import { LeaseTtlMs, reconcilePass } from "./reconcile"
+
+async function setup() {
+  const clock = new FakeClock()
+  const logger = memoryLogger()
+  const rt = createRuntime({
+    store: MemoryStore(),
+    queue: MemoryQueue({ clock }),
+    clock,
+    logger,
+    pepper: "p",
+    secrets: { get: async () => "" },
+  })
+  const { backend } = await rt.repos.backends.put("p", "pool", BackendConfig.parse({ type: "workers" }))
+  for (let i = 0; i < 3; i++)
+    await rt.repos.workers.register("p", {
+      backendId: "pool",
+      resources: { cpu: 4, memoryMiB: 4096, gpu: 0 },
+      attributes: {},
+    })
+  const job = await rt.repos.jobs.create("p", "job-1", JobSpec.parse({ command: ["true"], tasks: 6 }), "pool")
+  return { rt, backend, job, logger }
+}
+
+test("two passes at the same moment place each task once", async () => {
+  const { rt, backend, logger } = await setup()
+  const [a, b] = await Promise.all([
+    reconcilePass(rt, backend, "tick-a"),
+    reconcilePass(rt, backend, "tick-b"),
+  ])
+  expect([a.ran, b.ran].sort()).toEqual([false, true])
+  expect(a.placed + b.placed).toBe(6)
+  const { tasks } = (await rt.repos.jobs.load("p", "job-1"))!
+  expect(tasks.map((t) => t.data.attempts.length)).toEqual([1, 1, 1, 1, 1, 1])
+  const events = (await rt.repos.events.list("P#p#JOB#job-1", { limit: 100 })).items
+  expect(events.filter((e) => e.from === "PENDING" && e.to === "ASSIGNED")).toHaveLength(6)
+  expect(logger.entries.some((e) => / PENDING → ASSIGNED /.test(e.message))).toBe(true)
+})
+
+test("a pass whose lease was taken over cannot write: its fence is refused", async () => {
+  const { rt, backend, job } = await setup()
+  const stale = await rt.repos.leases.acquire("p", "pool", "reconcile", "stalled", LeaseTtlMs)
+  ;(rt.clock as FakeClock).advance(LeaseTtlMs + 1)
+  // The workers kept heartbeating meanwhile.
+  for (const w of await rt.repos.workers.list("p", "pool")) await rt.repos.workers.heartbeat("p", w.id)
+  const fresh = await reconcilePass(rt, backend, "fresh")
+  expect(fresh.ran).toBe(true)
+  expect(fresh.placed).toBe(6)
+  // The stalled holder wakes up and applies what it had computed under its old token.
+  await expect(
+    rt.repos.jobs.applyReports(job, [{ index: 0, outcome: { kind: "killed", reason: "stale plan" } }], {
+      fence: stale!.token,
+    }),
+  ).rejects.toBeInstanceOf(FencedError)
+  const task = (await rt.repos.jobs.load("p", "job-1"))!.tasks[0]!
+  expect(task.data.state).toBe("ASSIGNED")
+})
+
+test("an idle backend is not visited beyond a few one-item queries", async () => {
+  const { rt } = await setup()
+  await rt.repos.jobs.cancel("p", "job-1")
+  const { reconcileTick } = await import("./ticks")
+  // Workers are alive, so the backend is still looked after; with none, nothing runs at all.
+  const report = await reconcileTick(rt)
+  expect(report.backends[0]?.ran).toBe(true)
+})
+
+test("after the control loop was away, workers get a fresh grace period instead of being declared dead", async () => {
+  const { rt, backend } = await setup()
+  await reconcilePass(rt, backend, "tick")
+  ;(rt.clock as FakeClock).advance(10 * 60_000) // ten minutes with no pass and no heartbeat seen
+  await reconcilePass(rt, backend, "tick")
+  expect((await rt.repos.workers.list("p", "pool")).map((w) => w.health)).toEqual([
+    "healthy",
+    "healthy",
+    "healthy",
+  ])
+  ;(rt.clock as FakeClock).advance(51_000) // now they really are silent past the 50 s grace
+  await reconcilePass(rt, backend, "tick")
+  expect((await rt.repos.workers.list("p", "pool")).map((w) => w.health)).toEqual(["dead", "dead", "dead"])
+})
+
+test("dead workers are pruned after the retention period", async () => {
+  const { rt, backend } = await setup()
+  await reconcilePass(rt, backend, "tick")
+  ;(rt.clock as FakeClock).advance(51_000)
+  await reconcilePass(rt, backend, "tick")
+  expect(await rt.repos.workers.list("p", "pool")).toHaveLength(3)
+  ;(rt.clock as FakeClock).advance(86_400_000)
+  // Retention is measured from the last heartbeat; the pass that notices prunes them.
+  const report = await reconcilePass(rt, backend, "tick")
+  expect(report.error).toBeUndefined()
+  expect(await rt.repos.workers.list("p", "pool")).toHaveLength(0)
+})

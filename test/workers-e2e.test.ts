@@ -1,0 +1,320 @@
+/**
+ * The workers backend end to end, through the API, with real agents running real processes on this
+ * machine: retries with new attempts, failure budgets, worker loss, cancel, gangs, head-of-line
+ * blocking, scheduling timeouts and stale reports.
+ */
+import { existsSync, mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest"
+import { type Plane, startAgent, startPlane, stopAgents, until } from "./support/plane"
+
+let p: Plane
+let backends = 0
+const scratch = mkdtempSync(join(tmpdir(), "swarmplane-e2e-files-"))
+
+beforeAll(async () => {
+  p = await startPlane()
+})
+afterEach(() => stopAgents())
+afterAll(() => p.stop())
+
+/** A fresh workers backend (heartbeat every second, dead after 5 s of silence) with agents on it. */
+async function pool(
+  agents: { attrs?: Record<string, string>; cpu?: number }[],
+  config: Record<string, unknown> = {},
+) {
+  const id = `pool-${++backends}`
+  const res = await p.call("POST", "/v1/backends", {
+    id,
+    config: { type: "workers", heartbeatIntervalS: 1, heartbeatGraceS: 5, ...config },
+  })
+  expect(res.status).toBe(201)
+  const started = agents.map((a, i) => startAgent(p, id, `${id}-agent-${i}`, a))
+  await until(`${agents.length} workers on ${id}`, async () => {
+    const items = (await p.call("GET", `/v1/workers?backendId=${id}`)).json.items
+    return items.filter((w: { health: string }) => w.health === "healthy").length === agents.length
+  })
+  return { id, agents: started }
+}
+
+async function submit(spec: Record<string, unknown>) {
+  const res = await p.call("POST", "/v1/jobs", spec)
+  expect(res.status, JSON.stringify(res.json)).toBe(202)
+  return res.json.id as string
+}
+
+const job = async (id: string) => (await p.call("GET", `/v1/jobs/${id}`)).json
+const finished = (id: string, timeoutMs = 30_000) =>
+  until(
+    `job ${id} to finish`,
+    async () => {
+      const j = await job(id)
+      return ["SUCCEEDED", "FAILED", "CANCELLED"].includes(j.status) && j
+    },
+    timeoutMs,
+  )
+
+describe("retries and budgets", () => {
+  test("a task that fails once with maxRetriesFailure 2 succeeds on a second attempt with a new attemptUid", async () => {
+    const { id } = await pool([{}])
+    const mark = join(scratch, "retry-mark")
+    const jobId = await submit({
+      backendId: id,
+      command: ["sh", "-c", 'if [ -f "$MARK" ]; then exit 0; fi; touch "$MARK"; exit 3'],
+      env: { MARK: mark },
+      maxRetriesFailure: 2,
+    })
+    const done = await finished(jobId)
+    expect(done.status).toBe("SUCCEEDED")
+    const [first, second] = done.tasks[0].attempts
+    expect(done.tasks[0].attempts).toHaveLength(2)
+    expect(first).toMatchObject({ state: "FAILED", exitCode: 3, reason: "exit_code" })
+    expect(second).toMatchObject({ state: "SUCCEEDED", exitCode: 0 })
+    expect(second.attemptUid).not.toBe(first.attemptUid)
+    expect(done.tasks[0].failureCount).toBe(1)
+  })
+
+  test("with a failure budget of 0 the job FAILS on the first non-zero exit", async () => {
+    const { id } = await pool([{}])
+    const done = await finished(
+      await submit({ backendId: id, command: ["sh", "-c", "echo boom >&2; exit 3"] }),
+    )
+    expect(done.status).toBe("FAILED")
+    expect(done.tasks[0]).toMatchObject({ state: "FAILED", attempts: [{ state: "FAILED", exitCode: 3 }] })
+    const logs = (await p.call("GET", `/v1/jobs/${done.id}/tasks/0/logs`)).json
+    expect(logs.lines).toContain("boom")
+  })
+})
+
+describe("worker loss", () => {
+  test("killing a worker's process requeues its task onto another worker (WORKER_FAILED, preemption budget)", async () => {
+    const { id, agents } = await pool([{ cpu: 1 }, { cpu: 1 }])
+    const pidFile = join(scratch, "lost-pids")
+    const jobId = await submit({
+      backendId: id,
+      command: ["sh", "-c", 'echo $$ >> "$PIDS"; exec sleep 300'],
+      env: { PIDS: pidFile },
+    })
+    const running = await until("the task to run", async () => {
+      const t = (await job(jobId)).tasks[0]
+      return t.state === "RUNNING" && t
+    })
+    const workers = (await p.call("GET", `/v1/workers?backendId=${id}`)).json.items as {
+      id: string
+      instanceId: string
+    }[]
+    const victim = workers.find((w) => w.id === running.attempts[0].workerId)!
+    agents.find((a) => a.instanceId === victim.instanceId)!.kill("SIGKILL")
+    const moved = await until(
+      "the task to run again on the other worker",
+      async () => {
+        const t = (await job(jobId)).tasks[0]
+        return t.state === "RUNNING" && t.attempts.length === 2 && t
+      },
+      30_000,
+    )
+    expect(moved.attempts[0]).toMatchObject({ state: "WORKER_FAILED", reason: "worker_lost" })
+    expect(moved.attempts[1].workerId).not.toBe(victim.id)
+    expect(moved.attempts[1].attemptUid).not.toBe(moved.attempts[0].attemptUid)
+    expect(moved.preemptionCount).toBe(1)
+    expect(moved.failureCount).toBe(0)
+    const health = (await p.call("GET", `/v1/workers?backendId=${id}`)).json.items.find(
+      (w: { id: string }) => w.id === victim.id,
+    ).health
+    expect(health).toBe("dead")
+    await p.call("POST", `/v1/jobs/${jobId}/cancel`)
+    await finished(jobId)
+    // The killed agent's own child was orphaned with it; end it so nothing is left behind.
+    for (const pid of readFileSync(pidFile, "utf8").trim().split("\n").map(Number))
+      try {
+        process.kill(pid, "SIGKILL")
+      } catch {}
+  })
+})
+
+describe("cancel", () => {
+  test("cancelling a running 2-task job stops both processes and marks the tasks KILLED", async () => {
+    const { id } = await pool([{}])
+    const dir = mkdtempSync(join(scratch, "cancel-"))
+    const jobId = await submit({
+      backendId: id,
+      tasks: 2,
+      command: ["sh", "-c", 'echo $$ > "$DIR/pid-$SHARD_ID"; exec sleep 300'],
+      env: { DIR: dir },
+    })
+    await until("both tasks to run", async () => (await job(jobId)).counts.RUNNING === 2)
+    const pids = await until(
+      "both pid files",
+      async () =>
+        [0, 1].every((i) => existsSync(join(dir, `pid-${i}`))) &&
+        [0, 1].map((i) => Number(readFileSync(join(dir, `pid-${i}`), "utf8"))),
+    )
+    expect((await p.call("POST", `/v1/jobs/${jobId}/cancel`)).status).toBe(202)
+    const done = await finished(jobId)
+    expect(done.status).toBe("CANCELLED")
+    expect(done.tasks.map((t: { state: string }) => t.state)).toEqual(["KILLED", "KILLED"])
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0)
+        return true
+      } catch {
+        return false
+      }
+    }
+    await until("both processes to be gone", async () => pids.every((pid) => !alive(pid)), 15_000)
+  })
+})
+
+describe("placement", () => {
+  test("a 3-task gang lands on three workers of one attribute value, or not at all", async () => {
+    const { id } = await pool([
+      { cpu: 1, attrs: { rack: "a" } },
+      { cpu: 1, attrs: { rack: "a" } },
+      { cpu: 1, attrs: { rack: "b" } },
+      { cpu: 1, attrs: { rack: "b" } },
+    ])
+    const jobId = await submit({
+      backendId: id,
+      tasks: 3,
+      coscheduling: { groupBy: "rack" },
+      command: ["sleep", "1"],
+    })
+    const waiting = await until("a pending reason for the gang", async () => {
+      const j = await job(jobId)
+      return (
+        j.tasks.every(
+          (t: { state: string; pendingReason?: string }) => t.state === "PENDING" && t.pendingReason,
+        ) && j
+      )
+    })
+    expect(waiting.tasks[0].pendingReason).toMatch(/gang of 3 by rack/)
+    startAgent(p, id, `${id}-agent-4`, { cpu: 1, attrs: { rack: "a" } })
+    const done = await finished(jobId)
+    expect(done.status).toBe("SUCCEEDED")
+    const workers = (await p.call("GET", `/v1/workers?backendId=${id}`)).json.items as {
+      id: string
+      attributes: { rack: string }
+    }[]
+    const used = done.tasks.map((t: { attempts: { workerId: string }[] }) => t.attempts[0]!.workerId)
+    expect(new Set(used).size).toBe(3)
+    expect(used.map((w: string) => workers.find((x) => x.id === w)!.attributes.rack)).toEqual(["a", "a", "a"])
+  })
+
+  test("an oversized job queued first does not block a small one, and shows why it waits", async () => {
+    const { id } = await pool([{ cpu: 2 }])
+    const big = await submit({ backendId: id, resources: { cpu: 64 }, command: ["true"] })
+    const small = await submit({ backendId: id, command: ["true"] })
+    expect((await finished(small)).status).toBe("SUCCEEDED")
+    const waiting = await until(
+      "the big job's pending reason",
+      async () => (await job(big)).tasks[0].pendingReason,
+    )
+    expect(waiting).toMatch(/needs 64 cpu, largest free is 2/)
+    expect((await job(big)).status).toBe("PENDING")
+    await p.call("POST", `/v1/jobs/${big}/cancel`)
+  })
+
+  test("an impossible job with schedulingTimeoutS 1 becomes UNSCHEDULABLE", async () => {
+    const { id } = await pool([{ cpu: 2 }])
+    const jobId = await submit({
+      backendId: id,
+      resources: { gpu: 8 },
+      schedulingTimeoutS: 1,
+      command: ["true"],
+    })
+    const done = await finished(jobId)
+    expect(done.status).toBe("FAILED")
+    expect(done.tasks[0].state).toBe("UNSCHEDULABLE")
+    expect(done.tasks[0].pendingReason).toMatch(/not placed within 1s.*gpu/)
+  })
+})
+
+describe("stale reports", () => {
+  test("a report about an old attempt never changes the current one", async () => {
+    // A hand-driven worker (no agent), so the test decides exactly what it reports.
+    const { id } = await pool([], { heartbeatGraceS: 120 })
+    const reg = await p.call(
+      "POST",
+      "/v1/workers/register",
+      { backendId: id, resources: { cpu: 2, memoryMiB: 1024 } },
+      p.workerKey,
+    )
+    expect(reg.status).toBe(201)
+    const w = reg.json.worker.id
+    const beat = (attempts: unknown[]) =>
+      p.call("POST", `/v1/workers/${w}/heartbeat`, { attempts }, p.workerKey)
+    const jobId = await submit({ backendId: id, command: ["true"], maxRetriesFailure: 1 })
+    const a1 = await until(
+      "a first attempt in the desired set",
+      async () => (await beat([])).json.desired[0]?.attemptUid,
+    )
+    await beat([{ attemptUid: a1, state: "FAILED", exitCode: 1 }])
+    const a2 = await until("a second attempt", async () => {
+      const d = (await beat([])).json.desired[0]
+      return d && d.attemptUid !== a1 && d.attemptUid
+    })
+    await beat([{ attemptUid: a2, state: "RUNNING" }])
+    const stale = await beat([{ attemptUid: a1, state: "SUCCEEDED", exitCode: 0 }])
+    expect(stale.json.desired.map((d: { attemptUid: string }) => d.attemptUid)).toEqual([a2])
+    const t = (await job(jobId)).tasks[0]
+    expect(t.state).toBe("RUNNING")
+    expect(t.attempts.map((a: { attemptUid: string; state: string }) => [a.attemptUid, a.state])).toEqual([
+      [a1, "FAILED"],
+      [a2, "RUNNING"],
+    ])
+    await beat([{ attemptUid: a2, state: "SUCCEEDED", exitCode: 0 }])
+    expect((await finished(jobId)).status).toBe("SUCCEEDED")
+  })
+})
+
+describe("swarms", () => {
+  test("an echo swarm serves through its router, a job runs against it, and delete stops every process", async () => {
+    const { id } = await pool([{ cpu: 4 }, { cpu: 4 }])
+    expect(
+      (
+        await p.call("POST", "/v1/swarms", {
+          name: "e2e",
+          model: "echo",
+          replicas: 2,
+          memoryMiBPerReplica: 256,
+          backendId: id,
+        })
+      ).status,
+    ).toBe(202)
+    const swarm = (await p.call("GET", "/v1/swarms/e2e?wait=RUNNING&timeoutS=25")).json
+    expect(swarm).toMatchObject({ phase: "RUNNING", replicaStatus: { ready: 2, total: 2 } })
+    const reply = await fetch(`${swarm.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: "ping" }] }),
+    }).then((r) => r.json())
+    expect(reply.choices[0].message.content).toBe("echo: ping")
+
+    const jobId = await submit({
+      swarm: "e2e",
+      tasks: 4,
+      command: ["sh", "-c", 'test -n "$SWARM_ENDPOINT" && echo "shard $SHARD_ID/$NSHARDS"'],
+    })
+    const done = await finished(jobId)
+    expect(done.status).toBe("SUCCEEDED")
+    expect(done.tasks.map((t: { attempts: unknown[] }) => t.attempts.length)).toEqual([1, 1, 1, 1])
+
+    const replicas = swarm.replicaStatus.items.map((i: { url: string }) => i.url)
+    expect((await p.call("DELETE", "/v1/swarms/e2e")).status).toBe(202)
+    const stopped = (await p.call("GET", "/v1/swarms/e2e?wait=STOPPED&timeoutS=25")).json
+    expect(stopped.phase).toBe("STOPPED")
+    const answers = async (url: string) => {
+      try {
+        await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })
+        return true
+      } catch {
+        return false
+      }
+    }
+    await until("the replicas and the router to stop answering", async () => {
+      for (const url of [...replicas, swarm.url]) if (await answers(url)) return false
+      return true
+    })
+  })
+})
