@@ -38,6 +38,11 @@ export class FatalError extends Error {}
 export class WorkerAgent {
   workerId: string | undefined
   private readonly attempts = new Map<string, Attempt>()
+  /**
+   * Attempts that ended here and were forgotten. An attempt never runs twice: if a lagging answer
+   * lists one again, it is reported as what it was instead of being started anew.
+   */
+  private readonly ended = new Map<string, number>()
   private readonly abort = new AbortController()
   private readonly ctx: AttemptContext
   private readonly log: Logger
@@ -179,6 +184,8 @@ export class WorkerAgent {
       const current = this.attempts.get(d.attemptUid)
       if (d.action === "run") {
         if (current) current.update(d)
+        else if (this.ended.has(d.attemptUid))
+          this.log.warn(`attempt ${d.attemptUid} already ended here; not starting it again`)
         else this.attempts.set(d.attemptUid, this.create(d))
       } else if (current) void current.stop()
       else this.attempts.set(d.attemptUid, new NeverStartedAttempt(d.attemptUid))
@@ -187,8 +194,13 @@ export class WorkerAgent {
       if (listed.has(uid)) continue
       if (!attempt.finished) void attempt.stop()
       // Ended and no longer wanted: forget it, but only once its final state reached the control plane.
-      else if (attempt.finalDelivered) this.attempts.delete(uid)
+      else if (attempt.finalDelivered) {
+        this.attempts.delete(uid)
+        this.ended.set(uid, Date.now())
+      }
     }
+    // Keep a day of ended ids: far longer than any answer can lag.
+    for (const [uid, at] of this.ended) if (Date.now() - at > 86_400_000) this.ended.delete(uid)
   }
 
   private create(d: DesiredAttempt): Attempt {

@@ -11,6 +11,7 @@ import { iso } from "../util/clock"
 import { ValidationError, VisibleError } from "../util/errors"
 import { authenticate } from "./auth"
 import type { ApiDeps, ApiEnv } from "./context"
+import { dashboardRoutes } from "./dashboard/routes"
 import { renderDocs } from "./docs-page"
 import { errorBody, onError } from "./errors"
 import { idempotency } from "./idempotency"
@@ -96,6 +97,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   swarmRoutes(app, deps)
   jobRoutes(app, deps)
   workerRoutes(app, deps)
+  dashboardRoutes(app)
 
   const documentConfig = {
     openapi: "3.1.0",

@@ -41,6 +41,8 @@ export interface ScheduleRequest {
   pending: TaskRef[]
   /** Tasks with a live attempt on this backend (they hold resources). */
   live: TaskRef[]
+  /** Workers declared dead earlier in this pass (the worker list may not show it yet). */
+  unavailableWorkers?: ReadonlySet<string>
   /** Mint an attempt id (persisted by the control loop before anything runs). */
   mintAttemptUid(): string
 }

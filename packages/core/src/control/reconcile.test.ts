@@ -65,13 +65,37 @@ test("a pass whose lease was taken over cannot write: its fence is refused", asy
   expect(task.data.state).toBe("ASSIGNED")
 })
 
-test("an idle backend is not visited beyond a few one-item queries", async () => {
-  const { rt } = await setup()
-  await rt.repos.jobs.cancel("p", "job-1")
-  const { reconcileTick } = await import("./ticks")
-  // Workers are alive, so the backend is still looked after; with none, nothing runs at all.
+test("an idle control plane costs a few one-item queries per backend and writes nothing", async () => {
+  const clock = new FakeClock()
+  const base = MemoryStore()
+  const calls: string[] = []
+  const store = new Proxy(base, {
+    get(target, name: keyof typeof base) {
+      const fn = target[name]
+      return typeof fn === "function"
+        ? (...args: unknown[]) => (
+            calls.push(String(name)), (fn as (...a: unknown[]) => unknown).apply(target, args)
+          )
+        : fn
+    },
+  })
+  const rt = createRuntime({
+    store,
+    queue: MemoryQueue({ clock }),
+    clock,
+    logger: memoryLogger(),
+    pepper: "p",
+    secrets: { get: async () => "" },
+  })
+  await rt.repos.backends.put("p", "pool", BackendConfig.parse({ type: "workers" }))
+  calls.length = 0
+  const { reconcileTick, autoscaleTick } = await import("./ticks")
   const report = await reconcileTick(rt)
-  expect(report.backends[0]?.ran).toBe(true)
+  await autoscaleTick(rt)
+  expect(report.backends[0]?.ran).toBe(false)
+  expect(calls.filter((c) => ["create", "createMany", "update", "delete"].includes(c))).toEqual([])
+  // Per tick: list the backends, four one-item index queries, the worker listing.
+  expect(calls.length).toBeLessThanOrEqual(2 * 6)
 })
 
 test("after the control loop was away, workers get a fresh grace period instead of being declared dead", async () => {

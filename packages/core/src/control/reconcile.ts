@@ -64,6 +64,9 @@ async function applyOutcomes(
   return stop
 }
 
+/** The pass lost its lease (it ran past the expiry): it stops; the next holder carries on. */
+class LeaseLost extends Error {}
+
 export async function reconcilePass(rt: Runtime, record: Backend, owner: string): Promise<PassReport> {
   const report: PassReport = {
     project: record.project,
@@ -84,6 +87,10 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
   if (!lease) return report
   report.ran = true
   const fence = lease.token
+  // Before each phase that writes: a pass that ran past its lease stops rather than race the next holder.
+  const guard = () => {
+    if (!leases.valid(lease)) throw new LeaseLost()
+  }
   let backend: AnyBackend | undefined
   try {
     backend = createBackend(record, rt)
@@ -91,33 +98,56 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
     report.active = work.count
     const now = rt.clock.now()
 
-    // 3–4. Liveness and observed outcomes.
-    if (
+    // 3–4. Liveness and observed outcomes. After an absence, workers get a fresh grace period and
+    // nobody is judged this pass (the workers list may not show the fresh lastSeen yet).
+    const away =
       record.config.type === "workers" &&
       lease.lastPassAt !== undefined &&
       now - lease.lastPassAt > awayAfterMs(record.config.heartbeatGraceS)
-    )
-      await backend.seedLiveness()
-    const observed = await backend.reconcile({
-      live: work.live,
-      ...(lease.lastPassAt !== undefined ? { lastPassAt: lease.lastPassAt } : {}),
+    if (away) await backend.seedLiveness()
+    const observed = away
+      ? { workers: [], transitions: [] }
+      : await backend.reconcile({
+          live: work.live,
+          ...(lease.lastPassAt !== undefined ? { lastPassAt: lease.lastPassAt } : {}),
+        })
+    guard()
+    // Requeue a worker's attempts only once its death is committed: a heartbeat that raced the mark wins.
+    const unavailable = new Set<string>()
+    const spared = new Set<string>()
+    for (const { worker, health } of observed.workers) {
+      const written = await rt.repos.workers.setHealth(worker, health, { fence })
+      if (health === "dead") (written ? unavailable : spared).add(worker.data.id)
+    }
+    const transitions = observed.transitions.filter((t) => {
+      const workerId = t.ref.task.data.attempts.at(-1)?.workerId
+      return !(t.outcome.kind === "worker_failed" && workerId && spared.has(workerId))
     })
-    for (const { worker, health } of observed.workers)
-      await rt.repos.workers.setHealth(worker, health, { fence })
-    const effects: TeardownEffect[] = []
-    const stops = await applyOutcomes(rt, observed.transitions, fence)
-    report.transitions += observed.transitions.length
+    const stops = await applyOutcomes(rt, transitions, fence)
+    report.transitions += transitions.length
 
-    // 5. Settle every active job (cancel and tolerance kills; counts and status).
+    // 5. Settle every active job (cancel and tolerance kills, gang repair; counts and status).
+    guard()
     for (const job of work.jobs.values()) {
       const settled = await rt.repos.jobs.settle(record.project, job.id, fence)
       stops.push(...settled.stop)
     }
 
-    // 6. Swarms.
-    for (const swarm of work.swarms) await reconcileSwarm(rt, backend, swarm, fence)
+    // 6. Swarms, each on its own: one that conflicts with a user's change is retried next pass.
+    for (const swarm of work.swarms) {
+      guard()
+      try {
+        await reconcileSwarm(rt, backend, swarm, fence)
+      } catch (error) {
+        if (error instanceof FencedError) throw error
+        rt.logger.warn(
+          `swarm ${swarm.data.name}: ${error instanceof Error ? error.message : String(error)}; retried next pass`,
+        )
+      }
+    }
 
     // 7. Timeouts, then placement over fresh state.
+    guard()
     work = await activeWork(rt, record)
     const timedOut = work.pending.filter((ref) => {
       const limit = ref.job.spec.schedulingTimeoutS
@@ -132,7 +162,7 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
           outcome: {
             kind: "unschedulable",
             reason: "scheduling_timeout",
-            message: `not placed within ${ref.job.spec.schedulingTimeoutS}s: ${ref.task.data.pendingReason ?? "no fitting capacity"}`,
+            message: `not placed within ${ref.job.spec.schedulingTimeoutS}s: ${ref.job.pendingReason ?? "no fitting capacity"}`,
           },
         })),
         fence,
@@ -140,11 +170,14 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
       work = await activeWork(rt, record)
     }
     if (work.pending.length) {
+      guard()
       const plan = await backend.schedule({
         pending: work.pending,
         live: work.live,
+        unavailableWorkers: unavailable,
         mintAttemptUid: () => newId("a", rt.clock.now()),
       })
+      guard()
       await applyOutcomes(
         rt,
         plan.assignments.map((a) => ({
@@ -168,37 +201,31 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
         },
       }))
       stops.push(...(await applyOutcomes(rt, preempted, fence)))
+      // Why the rest wait: one reason per job (its tasks are alike), written only when it changes.
       const placed = new Set(plan.assignments.map((a) => `${a.ref.job.id}/${a.ref.task.data.index}`))
-      const byJob = new Map<string, TaskRef[]>()
+      const firstWaiting = new Map<string, TaskRef>()
       for (const ref of work.pending)
-        if (!placed.has(`${ref.job.id}/${ref.task.data.index}`))
-          byJob.set(ref.job.id, [...(byJob.get(ref.job.id) ?? []), ref])
-      for (const refs of byJob.values()) {
-        const reasons = new Map<number, string>()
-        for (const ref of refs) {
-          const reason = plan.pendingReasons.get(`${ref.job.id}/${ref.task.data.index}`)
-          if (reason) reasons.set(ref.task.data.index, reason)
-        }
-        await rt.repos.jobs.setPendingReasons(
-          refs[0]!.job,
-          refs.map((r) => r.task),
-          reasons,
-          fence,
-        )
+        if (!placed.has(`${ref.job.id}/${ref.task.data.index}`) && !firstWaiting.has(ref.job.id))
+          firstWaiting.set(ref.job.id, ref)
+      for (const ref of firstWaiting.values()) {
+        const reason = plan.pendingReasons.get(`${ref.job.id}/${ref.task.data.index}`)
+        if (reason && reason !== ref.job.pendingReason)
+          await rt.repos.jobs.setPendingReason(record.project, ref.job.id, reason, fence)
       }
     }
 
     // 8. Teardown after the commit.
-    effects.push(...stops.map((attemptUid) => ({ kind: "stop" as const, attemptUid })))
+    const effects: TeardownEffect[] = stops.map((attemptUid) => ({ kind: "stop" as const, attemptUid }))
     if (effects.length) await backend.runTeardown(effects)
     if (record.kind === "worker-daemon") await backend.pruneDeadWorkers()
-    await rt.repos.backends.setStatus(record.project, record.id, {
-      healthy: true,
-      checkedAt: new Date(now).toISOString(),
-    })
+    if (!record.status.healthy)
+      await rt.repos.backends.setStatus(record.project, record.id, {
+        healthy: true,
+        checkedAt: new Date(now).toISOString(),
+      })
   } catch (error) {
-    // A fenced write means a newer holder took over: stop quietly, it carries on.
-    if (!(error instanceof FencedError)) {
+    // A fenced write or a lost lease means a newer holder took over: stop quietly, it carries on.
+    if (!(error instanceof FencedError) && !(error instanceof LeaseLost)) {
       report.error = error instanceof Error ? error.message : String(error)
       await rt.repos.backends
         .setStatus(record.project, record.id, {

@@ -3,6 +3,7 @@
  * (logged; retrying cannot fix them); retryable failures are returned so the edge reports them as
  * batch item failures and the queue redelivers them (after `maxReceiveCount`, to the dead-letter queue).
  */
+import { randomUUID } from "node:crypto"
 import { parseScheduleRequest, type ScheduleRequest } from "../queue/port"
 import type { Runtime } from "../runtime"
 import { BackendError, isRetryable } from "../util/errors"
@@ -37,7 +38,7 @@ export async function scheduleOne(rt: Runtime, request: ScheduleRequest): Promis
   }
   const backend = backendId ? await repos.backends.get(request.project, backendId) : undefined
   if (!backend) return "gone"
-  const pass = await reconcilePass(rt, backend, `schedule-${process.pid}`)
+  const pass = await reconcilePass(rt, backend, `schedule-${process.pid}-${randomUUID().slice(0, 8)}`)
   if (pass.error) throw new BackendError(pass.error, true)
   return pass.ran ? "passed" : "deferred"
 }

@@ -295,6 +295,41 @@ export function applyGangOutcome(
   return { tasks: next, changed, stop }
 }
 
+/**
+ * Repair a gang that a half-applied write left inconsistent (some members PENDING while others hold
+ * attempts, or one failed for good while others go on): apply the gang rules from stored state, so
+ * the rule holds whatever order writes landed in. Returns the changed tasks and attempts to stop.
+ */
+export function repairGang(
+  tasks: readonly Task[],
+  policy: RetryPolicy,
+  nowIso: string,
+): { changed: Task[]; stop: string[] } {
+  const failed = tasks.some((t) => (FailedTaskStates as readonly TaskState[]).includes(t.state))
+  const pending = tasks.some((t) => t.state === "PENDING")
+  const live = tasks.filter((t) => isLive(t.state))
+  const changed: Task[] = []
+  const stop: string[] = []
+  if (failed) {
+    for (const t of tasks) {
+      if (isTerminalTask(t.state)) continue
+      const result = applyOutcome(t, { kind: "cosched_failed", reason: "gang_member_failed" }, policy, nowIso)
+      changed.push(result.task)
+      stop.push(...result.stop)
+    }
+  } else if (pending && live.length)
+    for (const t of live) {
+      changed.push({
+        ...t,
+        state: "PENDING",
+        updatedAt: nowIso,
+        attempts: endAttempt(t, "KILLED", nowIso, { reason: "gang_retry" }),
+      })
+      stop.push(t.attempts.at(-1)!.attemptUid)
+    }
+  return { changed, stop }
+}
+
 /** A new task in its initial state. */
 export function newTask(index: number, nowIso: string): Task {
   return { index, state: "PENDING", attempts: [], failureCount: 0, preemptionCount: 0, updatedAt: nowIso }

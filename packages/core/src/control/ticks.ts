@@ -4,6 +4,7 @@
  * nothing else, so an idle control plane costs almost nothing. A failing backend is reported in its
  * status and skipped; the others go on.
  */
+import { randomUUID } from "node:crypto"
 import { createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
 import type { Runtime } from "../runtime"
@@ -18,7 +19,10 @@ export interface TickReport {
 }
 
 /** Whether a backend has anything to look after: active items, or workers that are not dead. */
-async function hasWork(rt: Runtime, backend: Backend): Promise<boolean> {
+async function hasWork(rt: Runtime, backend: Backend, scaling = false): Promise<boolean> {
+  // A scale group with a minimum is looked after even with nothing to do: its workers must exist.
+  if (scaling && backend.config.type === "workers" && backend.config.scaleGroups.some((g) => g.min > 0))
+    return true
   for (const pk of ActiveIndex.partitions(backend.project, backend.id))
     if ((await rt.repos.store.queryIndex("active", pk, { limit: 1 })).items.length) return true
   if (backend.kind !== "worker-daemon") return false
@@ -28,6 +32,7 @@ async function hasWork(rt: Runtime, backend: Backend): Promise<boolean> {
 async function eachBackend(
   rt: Runtime,
   visit: (backend: Backend) => Promise<PassReport>,
+  scaling = false,
 ): Promise<TickReport> {
   const backends = await rt.repos.backends.listAll()
   const reports = await Promise.all(
@@ -41,7 +46,7 @@ async function eachBackend(
         transitions: 0,
       }
       try {
-        return (await hasWork(rt, backend)) ? await visit(backend) : idle
+        return (await hasWork(rt, backend, scaling)) ? await visit(backend) : idle
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error)
         rt.logger.warn(`backend ${backend.project}/${backend.id} skipped this tick: ${message}`)
@@ -53,33 +58,43 @@ async function eachBackend(
 }
 
 /** One reconcile pass over every backend. `owner` names this process in the leases. */
-export function reconcileTick(rt: Runtime, owner = `tick-${process.pid}`): Promise<TickReport> {
+export function reconcileTick(
+  rt: Runtime,
+  owner = `tick-${process.pid}-${randomUUID().slice(0, 8)}`,
+): Promise<TickReport> {
   return eachBackend(rt, (backend) => reconcilePass(rt, backend, owner))
 }
 
 /** One autoscale pass over every worker-daemon backend with scale groups. */
-export function autoscaleTick(rt: Runtime, owner = `autoscale-${process.pid}`): Promise<TickReport> {
-  return eachBackend(rt, async (record) => {
-    const report: PassReport = {
-      project: record.project,
-      backendId: record.id,
-      ran: false,
-      active: 0,
-      placed: 0,
-      transitions: 0,
-    }
-    if (record.config.type !== "workers" || !record.config.scaleGroups.length) return report
-    const lease = await rt.repos.leases.acquire(record.project, record.id, "autoscale", owner, 60_000)
-    if (!lease) return report
-    try {
-      const work = await activeWork(rt, record)
-      const backend = createBackend(record, rt)
-      await backend.autoscale({ pending: work.pending, live: work.live })
-      return { ...report, ran: true, active: work.count }
-    } finally {
-      await rt.repos.leases.release(lease)
-    }
-  })
+export function autoscaleTick(
+  rt: Runtime,
+  owner = `autoscale-${process.pid}-${randomUUID().slice(0, 8)}`,
+): Promise<TickReport> {
+  return eachBackend(
+    rt,
+    async (record) => {
+      const report: PassReport = {
+        project: record.project,
+        backendId: record.id,
+        ran: false,
+        active: 0,
+        placed: 0,
+        transitions: 0,
+      }
+      if (record.config.type !== "workers" || !record.config.scaleGroups.length) return report
+      const lease = await rt.repos.leases.acquire(record.project, record.id, "autoscale", owner, 60_000)
+      if (!lease) return report
+      try {
+        const work = await activeWork(rt, record)
+        const backend = createBackend(record, rt)
+        await backend.autoscale({ pending: work.pending, live: work.live })
+        return { ...report, ran: true, active: work.count }
+      } finally {
+        await rt.repos.leases.release(lease)
+      }
+    },
+    true,
+  )
 }
 
 /**

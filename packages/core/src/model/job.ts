@@ -184,6 +184,10 @@ export const Job = z
       .optional()
       .describe("Set on the internal job that runs a swarm's replicas and router on a `workers` backend."),
     message: z.string().optional().describe("Latest detail, e.g. why the job failed."),
+    pendingReason: z
+      .string()
+      .optional()
+      .describe("Why the job's pending tasks are not placed yet, e.g. `needs 8 gpu, largest free is 4`."),
     createdAt: Timestamp.describe("When the job was submitted."),
     updatedAt: Timestamp.describe("When it last changed."),
     finishedAt: Timestamp.optional().describe("When it reached a final status."),

@@ -3,10 +3,17 @@
  * of the job plus ceil(tasks / 25) batch writes of tasks; reading one is a single (paged) query.
  */
 import { countTasks, deriveJobStatus, isFinished, planKills } from "../control/job-status"
-import { applyGangOutcome, applyOutcome, isLive, newTask, noteServing } from "../control/task-state"
+import {
+  applyGangOutcome,
+  applyOutcome,
+  isLive,
+  newTask,
+  noteServing,
+  repairGang,
+} from "../control/task-state"
 import type { Job, JobSpec, Task } from "../model/job"
 import type { Outcome } from "../model/outcome"
-import { isTerminalTask } from "../model/states"
+import { FailedTaskStates, isTerminalTask, type TaskState } from "../model/states"
 import type { Clock } from "../util/clock"
 import { iso } from "../util/clock"
 import { mapLimit } from "../util/concurrency"
@@ -42,6 +49,13 @@ export interface LogRecord {
 export interface JobWithTasks {
   job: StoredItem<Job>
   tasks: StoredItem<Task>[]
+}
+
+/** A task as users see it: a PENDING task without its own reason shows its job's. */
+export function withPendingReason(job: Pick<Job, "pendingReason">, task: Task): Task {
+  return task.state === "PENDING" && !task.pendingReason && job.pendingReason
+    ? { ...task, pendingReason: job.pendingReason }
+    : task
 }
 
 export function jobItem(job: Job): NewItem<Job> {
@@ -225,21 +239,60 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
      * recompute the job's counts and status. Returns the attempts to stop on the substrate.
      */
     async settle(project: string, id: string, fence?: number): Promise<{ job?: Job; stop: string[] }> {
-      const loaded = await load(project, id)
-      if (!loaded) return { stop: [] }
-      const job = loaded.job.data
-      const kills = planKills(
-        job.spec,
-        loaded.tasks.map((t) => t.data),
-        job.cancelRequested,
-        iso(clock.now()),
-      )
-      const reason = job.cancelRequested ? "cancelled" : "job_failed"
-      const { stop } = await this.applyReports(
-        job,
-        kills.changed.map((t) => ({ index: t.index, outcome: { kind: "killed" as const, reason } })),
-        fence === undefined ? {} : { fence },
-      )
+      const head = await store.get<Job>(Keys.job(project, id), { consistent: true })
+      if (!head) return { stop: [] }
+      const job = head.data
+      const counts = job.counts
+      const unfinished = Object.entries(counts).some(([state, n]) => n && !isTerminalTask(state as TaskState))
+      const failedOut =
+        FailedTaskStates.reduce((n, st) => n + (counts[st] ?? 0), 0) > job.spec.maxTaskFailures
+      // Reading every task is only needed to kill (cancel, failures past tolerance) or to check a gang.
+      let stop: string[] = []
+      if (unfinished && (job.cancelRequested || failedOut || job.spec.coscheduling)) {
+        const loaded = await load(project, id)
+        const tasks = loaded?.tasks ?? []
+        const now = iso(clock.now())
+        const kills = planKills(
+          job.spec,
+          tasks.map((t) => t.data),
+          job.cancelRequested,
+          now,
+        )
+        const reason = job.cancelRequested ? "cancelled" : "job_failed"
+        const killed = await this.applyReports(
+          job,
+          kills.changed.map((t) => ({ index: t.index, outcome: { kind: "killed" as const, reason } })),
+          fence === undefined ? {} : { fence },
+        )
+        stop = killed.stop
+        if (job.spec.coscheduling && !kills.changed.length) {
+          const repair = repairGang(
+            tasks.map((t) => t.data),
+            job.spec,
+            now,
+          )
+          const before = new Map(tasks.map((t) => [t.data.index, t]))
+          await mapLimit(repair.changed, WriteConcurrency, async (task) => {
+            const prior = before.get(task.index)!
+            await store.update({
+              ...taskItem(job, task),
+              version: prior.version,
+              fence: fence ?? prior.fence,
+            })
+          })
+          await events.recordMany(
+            project,
+            pkOf(project, id),
+            repair.changed.map((t) => ({
+              entity: { kind: "task", id: `${id}/${t.index}` },
+              from: before.get(t.index)!.data.state,
+              to: t.state,
+              reason: "gang_repair",
+            })),
+          )
+          stop.push(...repair.stop)
+        }
+      }
       const refreshed = await this.refresh(
         project,
         id,
@@ -280,7 +333,11 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
           now,
         )
         try {
-          await store.update({ ...taskItem(marked.data, result.task), version: stored.version })
+          await store.update({
+            ...taskItem(marked.data, result.task),
+            version: stored.version,
+            fence: stored.fence,
+          })
           return stored.data.index
         } catch (error) {
           // The task moved meanwhile (e.g. it was just placed): the reconcile tick kills it instead.
@@ -395,33 +452,16 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
       }
     },
 
-    /** Store why PENDING tasks wait, writing only the ones whose reason changed. */
-    async setPendingReasons(
-      job: Job,
-      tasks: StoredItem<Task>[],
-      reasons: Map<number, string>,
-      fence?: number,
-    ): Promise<void> {
-      await mapLimit(
-        tasks.filter(
-          (t) =>
-            t.data.state === "PENDING" &&
-            reasons.has(t.data.index) &&
-            t.data.pendingReason !== reasons.get(t.data.index),
-        ),
-        WriteConcurrency,
-        async (t) => {
-          try {
-            await store.update({
-              ...taskItem(job, { ...t.data, pendingReason: reasons.get(t.data.index) }),
-              version: t.version,
-              fence: fence ?? t.fence,
-            })
-          } catch (error) {
-            // The task moved meanwhile; its reason is for the next pass to write.
-            if (!(error instanceof VersionConflictError)) throw error
-          }
-        },
+    /** Store why the job's pending tasks wait (one reason per job: its tasks are alike). */
+    async setPendingReason(project: string, id: string, reason: string, fence?: number): Promise<void> {
+      await mutate<Job>(store, Keys.job(project, id), (item) =>
+        item.data.pendingReason === reason
+          ? undefined
+          : {
+              ...jobItem({ ...item.data, pendingReason: reason }),
+              version: item.version,
+              fence: fence ?? item.fence,
+            },
       )
     },
 

@@ -26,3 +26,9 @@ test("of many concurrent takers exactly one wins", async () => {
   )
   expect(results.filter(Boolean)).toHaveLength(1)
 })
+
+test("the same owner name cannot take a lease it already holds: each pass is its own holder", async () => {
+  const leases = Leases(MemoryStore(), new FakeClock())
+  expect(await leases.acquire("p", "b", "r", "tick-1", 1000)).toBeDefined()
+  expect(await leases.acquire("p", "b", "r", "tick-1", 1000)).toBeUndefined()
+})

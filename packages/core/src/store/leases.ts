@@ -30,7 +30,7 @@ export interface Lease {
 
 export function Leases(store: StateStore, clock: Clock) {
   return {
-    /** Take the lease if it is free or expired; undefined when someone else holds it. */
+    /** Take the lease if it is free or expired; undefined while anyone holds it. `owner` is for diagnosis only. */
     async acquire(
       project: string,
       backendId: string,
@@ -41,7 +41,8 @@ export function Leases(store: StateStore, clock: Clock) {
       const key = Keys.lease(project, backendId, name)
       const now = clock.now()
       const current = await store.get<LeaseData>(key, { consistent: true })
-      if (current && current.data.expiresAt > now && current.data.owner !== owner) return undefined
+      // A live lease is nobody else's to take, not even a holder with the same name: every pass is its own holder.
+      if (current && current.data.expiresAt > now) return undefined
       const data: LeaseData = {
         owner,
         token: (current?.data.token ?? 0) + 1,
@@ -64,6 +65,11 @@ export function Leases(store: StateStore, clock: Clock) {
         expiresAt: data.expiresAt,
         lastPassAt: data.lastPassAt,
       }
+    },
+
+    /** Whether the lease is still ours to act under (with `marginMs` to spare). */
+    valid(lease: Lease, marginMs = 5_000): boolean {
+      return clock.now() < lease.expiresAt - marginMs
     },
 
     /** Give the lease up (if still ours), recording when the pass finished. */

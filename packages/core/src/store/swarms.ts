@@ -87,7 +87,11 @@ export function Swarms(store: StateStore, clock: Clock, events: EventLog) {
           )
         const next: PhaseChange = updateSpec(current, spec, now)
         try {
-          await store.update({ ...toItem(next.swarm), version: existing.version })
+          await store.update({
+            ...toItem(next.swarm),
+            version: existing.version,
+            ...(existing.fence !== undefined ? { fence: existing.fence } : {}),
+          })
         } catch (error) {
           if (error instanceof VersionConflictError) continue
           throw error
@@ -129,7 +133,11 @@ export function Swarms(store: StateStore, clock: Clock, events: EventLog) {
         const change = requestDelete(existing.data, iso(clock.now()))
         if (!change.changed) return existing.data
         try {
-          await store.update({ ...toItem(change.swarm), version: existing.version })
+          await store.update({
+            ...toItem(change.swarm),
+            version: existing.version,
+            ...(existing.fence !== undefined ? { fence: existing.fence } : {}),
+          })
         } catch (error) {
           if (error instanceof VersionConflictError) continue
           throw error

@@ -5,6 +5,7 @@ import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
 import { Job, JobDetail, JobListQuery, JobSpec, Task } from "../../model/job"
+import { withPendingReason } from "../../store/jobs"
 import { Keys } from "../../store/keys"
 import { NotFoundError, VisibleError } from "../../util/errors"
 import { newId, seededId } from "../../util/ids"
@@ -112,7 +113,11 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
       if (!job) throw new NotFoundError("job", id)
       const tasks = await deps.repos.jobs.tasks(project, id, { limit: DetailTasks })
       return c.json(
-        { ...job, tasks: tasks.items, ...(tasks.cursor ? { tasksNextCursor: tasks.cursor } : {}) },
+        {
+          ...job,
+          tasks: tasks.items.map((t) => withPendingReason(job, t)),
+          ...(tasks.cursor ? { tasksNextCursor: tasks.cursor } : {}),
+        },
         200,
       )
     },
@@ -131,9 +136,16 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
     async (c) => {
       const project = c.get("caller").project
       const { id } = c.req.valid("param")
-      if (!(await deps.repos.jobs.get(project, id))) throw new NotFoundError("job", id)
+      const job = await deps.repos.jobs.get(project, id)
+      if (!job) throw new NotFoundError("job", id)
       const page = await deps.repos.jobs.tasks(project, id, c.req.valid("query"))
-      return c.json({ items: page.items, ...(page.cursor ? { nextCursor: page.cursor } : {}) }, 200)
+      return c.json(
+        {
+          items: page.items.map((t) => withPendingReason(job, t)),
+          ...(page.cursor ? { nextCursor: page.cursor } : {}),
+        },
+        200,
+      )
     },
   )
 

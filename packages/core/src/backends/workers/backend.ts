@@ -77,7 +77,9 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
     },
 
     async schedule(request): Promise<ScheduleResult> {
-      const workers = alive(await workerItems()).filter((w) => w.health === "healthy")
+      const workers = alive(await workerItems()).filter(
+        (w) => w.health === "healthy" && !request.unavailableWorkers?.has(w.id),
+      )
       const pendingReasons = new Map<string, string>()
       // Tasks of a job against a swarm wait until the swarm serves: SWARM_ENDPOINT must mean something.
       const swarmReady = new Map<string, boolean>()
@@ -191,6 +193,22 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
           group.name,
           list.filter((i) => !stale.includes(i)),
         )
+        // The backoff ends when a started worker has registered, not merely when a start call returned.
+        const g = groupState(state, group.name)
+        if (
+          g.failures &&
+          !stale.length &&
+          items.some(
+            (i) =>
+              i.data.scaleGroup === group.name &&
+              i.data.health === "healthy" &&
+              Date.parse(i.data.registeredAt) >= (g.starts.at(-1) ?? 0),
+          )
+        ) {
+          g.failures = 0
+          delete g.backoffUntil
+          delete g.lastError
+        }
       }
       const plan = planScaling({
         groups: config.scaleGroups,
@@ -208,9 +226,6 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
           if (!provider) throw new Error(`no "${group.provider.type}" provider where this control plane runs`)
           await provider.start({ project, backendId, group }, count)
           g.starts.push(...Array(count).fill(now))
-          g.failures = 0
-          delete g.backoffUntil
-          delete g.lastError
         } catch (error) {
           g.failures++
           g.backoffUntil = now + backoffMs(g.failures)

@@ -14,11 +14,21 @@ import type { Runtime } from "../../runtime"
 import type { TaskReport } from "../../store/jobs"
 import { Keys, ListIndex } from "../../store/keys"
 import { queryAll, type StoredItem } from "../../store/port"
+import { mapLimit } from "../../util/concurrency"
 import { NotFoundError } from "../../util/errors"
 
 const live = (t: Task) => t.state === "ASSIGNED" || t.state === "BUILDING" || t.state === "RUNNING"
 
-function outcomeOf(task: Task, seen: ObservedAttempt): Outcome | undefined {
+function outcomeOf(task: Task, seen: ObservedAttempt, serving: boolean): Outcome | undefined {
+  // A replica or router is meant to run until stopped: any exit, even 0, is a failure to restart.
+  if (serving && seen.state === "SUCCEEDED")
+    return {
+      kind: "failed",
+      attemptUid: seen.attemptUid,
+      reason: "exited",
+      exitCode: seen.exitCode ?? 0,
+      message: "a server process exited",
+    }
   switch (seen.state) {
     case "RUNNING":
       return task.state === "RUNNING" ? undefined : { kind: "running", attemptUid: seen.attemptUid }
@@ -46,8 +56,18 @@ export async function heartbeat(
 ): Promise<{ worker: Worker; desired: DesiredAttempt[] }> {
   const { repos } = rt
   // 1. This worker's tasks, and their jobs.
-  const held = await queryAll((cursor) =>
+  // The index only finds the keys (it is eventually consistent); each task is then read consistently,
+  // so a heartbeat never hands out an attempt that has already finished or moved.
+  const listed = await queryAll((cursor) =>
     repos.store.queryIndex<Task>("list", ListIndex.workerTasksOf(project, workerId), { cursor }),
+  )
+  const held = (
+    await mapLimit(listed, 16, (item) =>
+      repos.store.get<Task>({ pk: item.pk, sk: item.sk }, { consistent: true }),
+    )
+  ).filter(
+    (t): t is StoredItem<Task> =>
+      t !== undefined && live(t.data) && t.data.attempts.at(-1)?.workerId === workerId,
   )
   const jobIds = [...new Set(held.map((t) => t.pk.slice(t.pk.lastIndexOf("#JOB#") + 5)))]
   const jobs = new Map(
@@ -65,7 +85,7 @@ export async function heartbeat(
     const job = item && jobOf(item)
     if (!item || !job || !live(item.data)) continue // not ours (any more): it is left out of the desired set
     const list = reports.get(job.id) ?? []
-    const outcome = outcomeOf(item.data, seen)
+    const outcome = outcomeOf(item.data, seen, job.serving !== undefined)
     if (outcome) list.push({ index: item.data.index, outcome })
     if (seen.endpoint !== undefined || seen.ready !== undefined)
       list.push({

@@ -9,6 +9,7 @@ import type { Job, JobSpec, Task } from "../../model/job"
 import { FailedTaskStates, isTerminalTask, type TaskState } from "../../model/states"
 import type { Swarm } from "../../model/swarm"
 import type { Runtime } from "../../runtime"
+import { withPendingReason } from "../../store/jobs"
 import type { ServingStatus } from "../protocol"
 
 export function servingJobId(swarm: string, generation: number): string {
@@ -33,7 +34,8 @@ function servingSpec(swarm: Swarm): JobSpec {
     preferences: [],
     tasks: swarm.replicas + 1,
     priority: "production",
-    maxRetriesFailure: 5,
+    // Servers are restarted when they exit; the budget bounds a crash loop, not a long life.
+    maxRetriesFailure: 100,
     maxRetriesPreemption: 100,
     maxTaskFailures: 0,
     labels: { "swarmplane.swarm": swarm.name },
@@ -41,6 +43,18 @@ function servingSpec(swarm: Swarm): JobSpec {
 }
 
 export function Serving(rt: () => Runtime) {
+  /**
+   * Cancel the serving jobs of every generation below `below`, from the one the swarm's handle names
+   * (or the first): a generation whose handle was never saved (a pass that lost a race) is not left running.
+   */
+  const cancelOlder = async (swarm: Swarm, below: number) => {
+    const from = Number(swarm.handle?.meta.generation ?? 1)
+    for (let g = Math.max(1, from); g < below; g++) {
+      const job = await rt().repos.jobs.get(swarm.project, servingJobId(swarm.name, g))
+      if (job && !job.cancelRequested && !["SUCCEEDED", "FAILED", "CANCELLED"].includes(job.status))
+        await rt().repos.jobs.cancel(swarm.project, job.id)
+    }
+  }
   return {
     /** Make sure the current generation's serving job exists; cancel older generations' jobs. */
     async createOrUpdate(swarm: Swarm): Promise<NonNullable<Swarm["handle"]>> {
@@ -54,8 +68,7 @@ export function Serving(rt: () => Runtime) {
           healthPath: swarm.healthPath,
         },
       })
-      if (swarm.handle && swarm.handle.id !== id)
-        await jobs.cancel(swarm.project, swarm.handle.id).catch(() => undefined)
+      await cancelOlder(swarm, swarm.generation)
       return { id, url: "", meta: { generation: swarm.generation, job: id } }
     },
 
@@ -65,16 +78,13 @@ export function Serving(rt: () => Runtime) {
       if (!loaded?.job.data.serving) return { gone: true }
       return servingStatus(
         loaded.job.data,
-        loaded.tasks.map((t) => t.data),
+        loaded.tasks.map((t) => withPendingReason(loaded.job.data, t.data)),
       )
     },
 
     /** Stop everything of the swarm: its serving job is cancelled; the agents stop the processes. */
     async delete(swarm: Swarm): Promise<void> {
-      if (swarm.handle)
-        await rt()
-          .repos.jobs.cancel(swarm.project, swarm.handle.id)
-          .catch(() => undefined)
+      await cancelOlder(swarm, swarm.generation + 1)
     },
   }
 }
