@@ -475,7 +475,10 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
       return (await store.get<LogRecord>(Keys.log(project, jobId, index, attemptUid)))?.data
     },
 
-    /** Keep an attempt's output tail (written by heartbeats, kept for `LogRetentionDays`). */
+    /**
+     * Keep an attempt's output tail (written by heartbeats, kept for `LogRetentionDays`). Only its
+     * worker writes it, so a blind overwrite is right: one write, no read.
+     */
     async saveLogTail(
       project: string,
       jobId: string,
@@ -483,17 +486,16 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
       attemptUid: string,
       text: string,
     ): Promise<void> {
-      const key = Keys.log(project, jobId, index, attemptUid)
       const now = clock.now()
       const data: LogRecord = { attemptUid, text, updatedAt: iso(now) }
-      const ttl = Math.floor(now / 1000) + LogRetentionDays * 86_400
-      const existing = await store.get<LogRecord>(key)
-      if (existing) await mutate<LogRecord>(store, key, (item) => ({ ...item, data, ttl }))
-      else
-        await store.create({ ...key, type: "log", data, ttl }).catch(async (error) => {
-          if (!(error instanceof ItemExistsError)) throw error
-          await mutate<LogRecord>(store, key, (item) => ({ ...item, data, ttl }))
-        })
+      await store.createMany([
+        {
+          ...Keys.log(project, jobId, index, attemptUid),
+          type: "log",
+          data,
+          ttl: Math.floor(now / 1000) + LogRetentionDays * 86_400,
+        },
+      ])
     },
   }
 }

@@ -71,7 +71,8 @@ export interface StateStore {
   create<T>(item: NewItem<T>): Promise<StoredItem<T>>
   /**
    * Write many items whose keys the caller knows are fresh (e.g. the tasks of a job whose own item was
-   * just created conditionally), 25 per batch call, retrying unprocessed items. Unconditional.
+   * just created conditionally), 25 per batch call, retrying unprocessed items. Unconditional: an
+   * existing item with the same key is replaced (log tails rely on it: one write, no read).
    */
   createMany(items: NewItem[]): Promise<void>
   /**
