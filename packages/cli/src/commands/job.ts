@@ -1,0 +1,206 @@
+/** Job commands: `job submit`, `job list`, `job cancel`, `job events` (status and logs have their own modules). */
+import type { Command } from "commander"
+import { Option } from "commander"
+import { allPages, type JobBody, type JobStatus } from "../client"
+import type { Ctx } from "../context"
+import { CliError, ExitCode, UsageError } from "../errors"
+import { formatIssue, validateBody } from "../files"
+import {
+  client,
+  collect,
+  common,
+  examples,
+  integer,
+  note,
+  out,
+  outputOption,
+  pairs,
+  positive,
+  readSpec,
+  show,
+} from "../kit"
+import { Origins } from "../normalize"
+import { eventTable, jobTable } from "../views"
+import { jobLogsCommand } from "./job-logs"
+import { jobStatusCommand, watchJob } from "./job-status"
+
+const Statuses: JobStatus[] = ["PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
+
+interface SubmitFlags {
+  file?: string
+  swarm?: string
+  tasks?: number
+  gpus?: number
+  gpuType?: string
+  cpus?: number
+  memoryMib?: number
+  image?: string
+  env?: string[]
+  label?: string[]
+  backend?: string
+  name?: string
+  priority?: string
+  maxRetries?: number
+  timeLimit?: number
+  idempotencyKey?: string
+  watch?: boolean
+  timeout?: number
+}
+
+export function jobCommands(program: Command, ctx: Ctx): void {
+  const job = program.command("job").description("submit, follow and cancel batch jobs")
+
+  examples(
+    job
+      .command("submit")
+      .description("submit a job of N tasks (shards); prints its id")
+      .argument("[command...]", "the command of every task, after -- (argv, no shell unless you write sh -c)")
+      .option("-f, --file <file>", "job file, YAML or JSON (- reads stdin); flags override its fields")
+      .option("--swarm <name>", "swarm whose endpoint the tasks call (SWARM_ENDPOINT)")
+      .option("--tasks <n>", "number of tasks; each gets SHARD_ID and NSHARDS", integer(1))
+      .option("--gpus <n>", "GPUs per task", integer(0))
+      .option("--gpu-type <type>", "GPU model per task, e.g. h100")
+      .option("--cpus <n>", "CPU cores per task (fractions allowed)", positive)
+      .option("--memory-mib <mib>", "memory per task, MiB", integer(1))
+      .option("--image <image>", "container image")
+      .option(
+        "-e, --env <KEY=VALUE>",
+        "environment variable (repeatable; KEY alone copies it from here)",
+        collect,
+      )
+      .option("--label <KEY=VALUE>", "label (repeatable)", collect)
+      .option("--backend <id>", "backend to run on")
+      .option("--name <name>", "job name (not unique; the id is)")
+      .addOption(
+        new Option("--priority <band>", "priority band").choices(["production", "interactive", "batch"]),
+      )
+      .option("--max-retries <n>", "retries of a task after it fails", integer(0))
+      .option("--time-limit <seconds>", "wall-clock limit of each attempt", integer(1))
+      .option("--idempotency-key <key>", "makes the submit safe to repeat: the same key returns the same job")
+      .option("--watch", "follow the job until it ends (exit 0 when SUCCEEDED, 8 when FAILED/CANCELLED)")
+      .option("--timeout <seconds>", "with --watch: give up after this long (exit 7)", integer(1))
+      .addOption(outputOption()),
+    [
+      "swarmplane job submit --swarm demo --tasks 4 -- sh -c 'echo shard $SHARD_ID of $NSHARDS'",
+      "swarmplane job submit --tasks 8 --gpus 1 -e HF_TOKEN --image vllm/vllm-openai -- python infer.py",
+      "swarmplane job submit -f job.yaml --watch",
+      "JOB=$(swarmplane job submit --idempotency-key nightly-2024-06-01 -f job.yaml)",
+    ],
+  ).action(async (command: string[], o: SubmitFlags, cmd: Command) => {
+    const { format } = common(cmd)
+    const base = o.file ? await readSpec(ctx, o.file, "job", "swarmplane job submit") : undefined
+    const origins = base?.origins ?? new Origins()
+    const body: Record<string, unknown> = { ...base?.body }
+    const resources: Record<string, unknown> = { ...(body.resources as Record<string, unknown> | undefined) }
+    const flag = (field: string, value: unknown, name: string, into = body, path = [field]) => {
+      if (value === undefined) return
+      into[field] = value
+      origins.set(path, [`--${name}`])
+    }
+    flag("swarm", o.swarm, "swarm")
+    flag("tasks", o.tasks, "tasks")
+    flag("image", o.image, "image")
+    flag("backendId", o.backend, "backend")
+    flag("name", o.name, "name")
+    flag("priority", o.priority, "priority")
+    flag("maxRetriesFailure", o.maxRetries, "max-retries")
+    flag("timeLimitS", o.timeLimit, "time-limit")
+    flag("gpu", o.gpus, "gpus", resources, ["resources", "gpu"])
+    flag("gpuType", o.gpuType, "gpu-type", resources, ["resources", "gpuType"])
+    flag("cpu", o.cpus, "cpus", resources, ["resources", "cpu"])
+    flag("memoryMiB", o.memoryMib, "memory-mib", resources, ["resources", "memoryMiB"])
+    if (Object.keys(resources).length) body.resources = resources
+    if (o.env) body.env = { ...(body.env as object | undefined), ...pairs(o.env, "--env", ctx.env) }
+    if (o.label) body.labels = { ...(body.labels as object | undefined), ...pairs(o.label, "--label", {}) }
+    if (command.length) flag("command", command, "command")
+    if (!body.command)
+      throw new UsageError(
+        "no command to run",
+        "put it after --, e.g. swarmplane job submit --tasks 4 -- python infer.py, or give command in a job file (-f)",
+      )
+    const issues = validateBody("job", body, origins)
+    if (issues.length) {
+      for (const issue of issues) note(ctx, formatIssue("swarmplane job submit", issue))
+      throw new CliError(
+        `the job is not valid: ${issues.length} error${issues.length > 1 ? "s" : ""} (above)`,
+        ExitCode.invalid,
+      )
+    }
+    const api = await client(ctx, cmd)
+    const submitted = await api.submitJob(body as JobBody, o.idempotencyKey)
+    if (o.watch)
+      return watchJob(ctx, api, submitted.id, { format, ...(o.timeout ? { timeoutS: o.timeout } : {}) })
+    if (format !== "table") return show(ctx, format, submitted, () => "")
+    out(ctx, submitted.id)
+    if (ctx.io.stdout.isTTY)
+      note(ctx, ctx.err.dim(`follow it with: swarmplane job status ${submitted.id} --watch`))
+  })
+
+  examples(
+    job
+      .command("list")
+      .alias("ls")
+      .description("list jobs, newest first")
+      .addOption(new Option("--status <status>", "only jobs with this status").choices(Statuses))
+      .option("--swarm <name>", "only jobs against this swarm")
+      .option("--limit <n>", "at most this many jobs", integer(1), 50)
+      .option("--all", "every job (follows all pages)")
+      .addOption(outputOption()),
+    [
+      "swarmplane job list",
+      "swarmplane job list --status FAILED --swarm demo",
+      "swarmplane job list --all -o json",
+    ],
+  ).action(async (o: { status?: JobStatus; swarm?: string; limit: number; all?: boolean }, cmd: Command) => {
+    const { format } = common(cmd)
+    const api = await client(ctx, cmd)
+    const filter = { ...(o.status ? { status: o.status } : {}), ...(o.swarm ? { swarm: o.swarm } : {}) }
+    const { items, more } = await allPages(
+      (page) => api.listJobs({ ...filter, ...page }),
+      o.all ? undefined : o.limit,
+    )
+    show(ctx, format, items, () => (items.length ? jobTable(ctx.out, items) : "no jobs"))
+    if (more && format === "table" && ctx.io.stderr.isTTY)
+      note(ctx, ctx.err.dim(`more jobs: --all lists them all, or --limit N`))
+  })
+
+  jobStatusCommand(job, ctx)
+  jobLogsCommand(job, ctx)
+
+  examples(
+    job
+      .command("cancel")
+      .description("cancel a job: pending tasks are killed, running ones stopped")
+      .argument("<id>", "job id")
+      .addOption(outputOption()),
+    ["swarmplane job cancel job-01hx..."],
+  ).action(async (id: string, _o: unknown, cmd: Command) => {
+    const { format } = common(cmd)
+    const cancelled = await (await client(ctx, cmd)).cancelJob(id)
+    if (format !== "table") return show(ctx, format, cancelled, () => "")
+    if (!ctx.io.stdout.isTTY) return out(ctx, cancelled.id)
+    const ended = ["SUCCEEDED", "FAILED", "CANCELLED"].includes(cancelled.status)
+    out(
+      ctx,
+      ended && !cancelled.cancelRequested
+        ? `job ${id} already ended ${cancelled.status}: nothing to cancel`
+        : `cancel requested for job ${id} (${cancelled.status})`,
+    )
+  })
+
+  examples(
+    job
+      .command("events")
+      .description("what happened to a job and its tasks, oldest first")
+      .argument("<id>", "job id")
+      .option("--limit <n>", "only the last N events", integer(1))
+      .addOption(outputOption()),
+    ["swarmplane job events job-01hx...", "swarmplane job events job-01hx... --limit 20"],
+  ).action(async (id: string, o: { limit?: number }, cmd: Command) => {
+    const { format } = common(cmd)
+    const api = await client(ctx, cmd)
+    const { items } = await allPages((page) => api.jobEvents(id, page))
+    const shown = o.limit ? items.slice(-o.limit) : items
+    show(ctx, format, shown, () => (shown.length ? eventTable(ctx.out, shown) : "no events"))
+  })
+}

@@ -1,0 +1,193 @@
+/** The domyn-swarm mapping, table by table (docs/cli.md has the same table), sizes and argument splitting. */
+import { describe, expect, test } from "vitest"
+import type { Issue } from "./normalize"
+import { normaliseSwarm, sizeMiB, splitArgs } from "./swarm-file"
+
+const base = { name: "llama", model: "meta-llama/Llama-3.1-8B-Instruct" }
+
+/** domyn-swarm field(s) → the swarmplane fields they become (docs/cli.md has the same table). */
+const mapping: Record<string, { domyn: Record<string, unknown>; swarmplane: Record<string, unknown> }> = {
+  "replicas and gpus_per_replica": {
+    domyn: { replicas: 4, gpus_per_replica: 2 },
+    swarmplane: { replicas: 4, gpusPerReplica: 2 },
+  },
+  "cpus_per_task → cpusPerReplica": { domyn: { cpus_per_task: 8 }, swarmplane: { cpusPerReplica: 8 } },
+  "cpus_per_replica (snake_case of swarmplane's own field)": {
+    domyn: { cpus_per_replica: 2 },
+    swarmplane: { cpusPerReplica: 2 },
+  },
+  "mem_per_replica as a size": {
+    domyn: { mem_per_replica: "16G" },
+    swarmplane: { memoryMiBPerReplica: 16384 },
+  },
+  "mem_per_replica in MiB": { domyn: { mem_per_replica: 2048 }, swarmplane: { memoryMiBPerReplica: 2048 } },
+  memory_mib_per_replica: {
+    domyn: { memory_mib_per_replica: 512 },
+    swarmplane: { memoryMiBPerReplica: 512 },
+  },
+  "mem_per_cpu × cpus_per_task": {
+    domyn: { cpus_per_task: 4, mem_per_cpu: "8GB" },
+    swarmplane: { cpusPerReplica: 4, memoryMiBPerReplica: 32768 },
+  },
+  "args as a string, split like a shell": {
+    domyn: { args: "--max-model-len 8192 --served-model-name 'llama 8b'" },
+    swarmplane: { args: ["--max-model-len", "8192", "--served-model-name", "llama 8b"] },
+  },
+  "args as a list": { domyn: { args: ["--enforce-eager"] }, swarmplane: { args: ["--enforce-eager"] } },
+  "revision → --revision in args": {
+    domyn: { args: "--enforce-eager", revision: "v2" },
+    swarmplane: { args: ["--enforce-eager", "--revision", "v2"] },
+  },
+  "image, port, env (keys kept as written)": {
+    domyn: { image: "vllm/vllm-openai:v0.6", port: 8080, env: { HF_HOME: "/hf", vllm_flag: "1" } },
+    swarmplane: { image: "vllm/vllm-openai:v0.6", port: 8080, env: { HF_HOME: "/hf", vllm_flag: "1" } },
+  },
+  "health_path and labels": {
+    domyn: { health_path: "/v1/models", labels: { team_name: "ml" } },
+    swarmplane: { healthPath: "/v1/models", labels: { team_name: "ml" } },
+  },
+  "backend slurm: partition, time_limit, endpoint.port, id": {
+    domyn: {
+      backend: {
+        type: "slurm",
+        id: "hpc-a",
+        partition: "gpu",
+        time_limit: "04:00:00",
+        endpoint: { port: 9000 },
+      },
+    },
+    swarmplane: {
+      backendId: "hpc-a",
+      serving: { slurm: { partition: "gpu", timeLimit: "04:00:00", routerPort: 9000 } },
+    },
+  },
+  "backend lepton: resource shape, endpoint image and env": {
+    domyn: {
+      env: { A: "1" },
+      backend: {
+        type: "lepton",
+        resource_shape: "gpu.8xh100-80gb",
+        env: { B: "2" },
+        endpoint: { image: "vllm/vllm-openai:latest", env: { C: "3" } },
+      },
+    },
+    swarmplane: {
+      env: { A: "1", B: "2", C: "3" },
+      image: "vllm/vllm-openai:latest",
+      serving: { lepton: { resourceShape: "gpu.8xh100-80gb" } },
+    },
+  },
+  "backend lepton: the swarm's own image wins over endpoint.image": {
+    domyn: { image: "mine:1", backend: { type: "lepton", endpoint: { image: "theirs:2" } } },
+    swarmplane: { image: "mine:1" },
+  },
+  "backend workers: fields pass through to serving.workers": {
+    domyn: { backend: { type: "workers", backend_id: "local", scale_group: "gpu" } },
+    swarmplane: { backendId: "local", serving: { workers: { scaleGroup: "gpu" } } },
+  },
+  "top-level backend_id": { domyn: { backend_id: "local" }, swarmplane: { backendId: "local" } },
+}
+
+describe("domyn-swarm fields map onto swarmplane's", () => {
+  for (const [name, tc] of Object.entries(mapping))
+    test(name, () => {
+      const { body, issues } = normaliseSwarm({ ...base, ...tc.domyn })
+      expect(issues.filter((i) => !i.warning)).toEqual([])
+      expect(body).toEqual({ ...base, ...tc.swarmplane })
+    })
+})
+
+const problems: Record<string, { domyn: Record<string, unknown>; issues: Partial<Issue>[] }> = {
+  "slurm account belongs on the backend": {
+    domyn: { backend: { type: "slurm", account: "p1", qos: "normal" } },
+    issues: [
+      { path: ["backend", "account"], message: expect.stringContaining("set `account` in its config") },
+      { path: ["backend", "qos"], message: expect.stringContaining("set `qos` in its config") },
+    ],
+  },
+  "an unknown slurm field is named": {
+    domyn: { backend: { type: "slurm", partitoin: "gpu" } },
+    issues: [
+      { path: ["backend"], key: "partitoin", message: expect.stringContaining('unknown field "partitoin"') },
+    ],
+  },
+  "an unknown backend type": {
+    domyn: { backend: { type: "k8s" } },
+    issues: [{ path: ["backend", "type"], message: 'must be one of "slurm", "lepton", "eks", "workers"' }],
+  },
+  "backend options without a type": {
+    domyn: { backend: { partition: "gpu" } },
+    issues: [{ path: ["backend", "type"], message: expect.stringContaining("is required") }],
+  },
+  "two spellings of one field": {
+    domyn: { cpus_per_task: 2, cpusPerReplica: 4 },
+    issues: [{ message: expect.stringContaining("are the same field: keep one") }],
+  },
+  "a size that is not one": {
+    domyn: { mem_per_replica: "lots" },
+    issues: [{ path: ["mem_per_replica"], message: expect.stringContaining("must be a size") }],
+  },
+  "lepton workspace_id belongs on the backend": {
+    domyn: { backend: { type: "lepton", workspace_id: "ws1" } },
+    issues: [{ path: ["backend", "workspace_id"], message: expect.stringContaining("`workspaceId`") }],
+  },
+}
+
+describe("domyn-swarm fields swarmplane does not take on a swarm are errors that say why", () => {
+  for (const [name, tc] of Object.entries(problems))
+    test(name, () => {
+      const { issues } = normaliseSwarm({ ...base, ...tc.domyn })
+      expect(issues.filter((i) => !i.warning)).toEqual(tc.issues.map((i) => expect.objectContaining(i)))
+    })
+})
+
+test("fields swarmplane does itself are ignored with a warning", () => {
+  const { body, issues } = normaliseSwarm({
+    ...base,
+    gpus_per_node: 4,
+    nodes: 2,
+    wait_endpoint_s: 600,
+    backend: { type: "slurm", requires_ray: false, endpoint: { nginx_image: "/x.sif" } },
+  })
+  expect(body).toEqual(base)
+  expect(issues.map((i) => [i.path.join("."), i.warning])).toEqual([
+    ["gpus_per_node", true],
+    ["nodes", true],
+    ["wait_endpoint_s", true],
+    ["backend.requires_ray", true],
+    ["backend.endpoint.nginx_image", true],
+  ])
+})
+
+test("origins point errors at what the user wrote", () => {
+  const { origins } = normaliseSwarm({
+    ...base,
+    gpus_per_replica: 99,
+    backend: { type: "slurm", time_limit: "x" },
+  })
+  expect(origins.source(["gpusPerReplica"])).toEqual(["gpus_per_replica"])
+  expect(origins.source(["serving", "slurm", "timeLimit"])).toEqual(["backend", "time_limit"])
+})
+
+test.each([
+  ["16G", 16384],
+  ["16GB", 16384],
+  ["16GiB", 16384],
+  ["512M", 512],
+  ["1T", 1048576],
+  ["1.5G", 1536],
+  ["100K", 1],
+  [4096, 4096],
+])("size %s is %d MiB", (value, mib) => {
+  expect(sizeMiB(value, [], [])).toBe(mib)
+})
+
+test.each([
+  ["--a 1 --b two", ["--a", "1", "--b", "two"]],
+  ["  spaced   out  ", ["spaced", "out"]],
+  [`--name 'two words' --q "a \\"b\\""`, ["--name", "two words", "--q", 'a "b"']],
+  [`it\\'s ''`, ["it's", ""]],
+  ["", []],
+])("splitArgs(%j)", (text, argv) => {
+  expect(splitArgs(text)).toEqual(argv)
+})

@@ -1,0 +1,223 @@
+/**
+ * Swarm files: swarmplane's own fields (camelCase or snake_case) and domyn-swarm's config format
+ * (`gpus_per_replica`, `cpus_per_task`, `mem_per_cpu`, `args` as a string, `backend: { type, ... }`),
+ * normalised into a `SwarmRequest` body. The mapping is the table in docs/cli.md. domyn-swarm fields
+ * that swarmplane keeps on the registered backend are errors that say where they go; fields swarmplane
+ * does itself (node packing, nginx, Ray) are ignored with a warning; anything else is an unknown field.
+ */
+import { isRecord } from "./http"
+import { camelize, camelizeField, camelKey, type Issue, Origins, type Path, sameField } from "./normalize"
+import { BackendRules, type Rule, type ServingType, ServingTypes } from "./swarm-rules"
+
+export interface Normalised {
+  body: Record<string, unknown>
+  origins: Origins
+  issues: Issue[]
+}
+
+const packing = "swarmplane places replicas by their own resources (gpusPerReplica, cpusPerReplica)"
+
+/** domyn-swarm top-level fields swarmplane does itself: ignored, with a warning. */
+const IgnoredTop: Record<string, string> = {
+  gpus_per_node: packing,
+  replicas_per_node: packing,
+  nodes: packing,
+  wait_endpoint_s: "pass swarmplane up --wait --timeout SECONDS instead",
+  home_directory: "swarmplane keeps state in its control plane",
+}
+
+export function normaliseSwarm(raw: Record<string, unknown>): Normalised {
+  const origins = new Origins()
+  const issues: Issue[] = []
+  const body: Record<string, unknown> = {}
+  const from = new Map<string, string>() // target field → the key the user wrote
+  const put = (field: string, value: unknown, source: Path) => {
+    const first = from.get(field)
+    if (first !== undefined) {
+      issues.push({
+        path: source.slice(0, -1),
+        key: String(source.at(-1)),
+        message: sameField(first, source.join(".")),
+      })
+      return
+    }
+    from.set(field, source.join("."))
+    origins.set([field], source)
+    body[field] = value
+  }
+  let revision: [unknown, Path] | undefined
+  let memPerCpu: [unknown, Path] | undefined
+
+  for (const [key, value] of Object.entries(raw)) {
+    const source = [key]
+    if (key === "backend") continue
+    if (IgnoredTop[key]) {
+      issues.push({ path: source, message: `ignored: ${IgnoredTop[key]}`, warning: true })
+      continue
+    }
+    if (key === "revision") revision = [value, source]
+    else if (key === "mem_per_cpu") memPerCpu = [value, source]
+    else if (key === "cpus_per_task") put("cpusPerReplica", value, source)
+    else if (key === "mem_per_replica") put("memoryMiBPerReplica", sizeMiB(value, source, issues), source)
+    else if (camelKey(key) === "args" && typeof value === "string") put("args", splitArgs(value), source)
+    else {
+      const field = camelKey(key)
+      put(field, camelizeField(field, value, [field], source, origins, issues), source)
+    }
+  }
+
+  if (memPerCpu) {
+    const mib = sizeMiB(memPerCpu[0], memPerCpu[1], issues)
+    const cpus = typeof body.cpusPerReplica === "number" ? body.cpusPerReplica : 1
+    put("memoryMiBPerReplica", typeof mib === "number" ? Math.ceil(mib * cpus) : mib, memPerCpu[1])
+  }
+  if (revision) {
+    const args = Array.isArray(body.args) ? body.args : []
+    body.args = [...args, "--revision", revision[0]]
+    origins.set(["args", args.length + 1], revision[1])
+  }
+  if ("backend" in raw) mapBackend(raw.backend, body, origins, issues, put)
+  return { body, origins, issues }
+}
+
+/** `backend: { type, id?, ... }` → `backendId` and `serving.<type>`, by the rules of that type. */
+function mapBackend(
+  backend: unknown,
+  body: Record<string, unknown>,
+  origins: Origins,
+  issues: Issue[],
+  put: (field: string, value: unknown, source: Path) => void,
+): void {
+  if (!isRecord(backend)) {
+    issues.push({ path: ["backend"], message: "must be an object such as { type: slurm, partition: gpu }" })
+    return
+  }
+  const { type, id, backend_id, backendId, ...rest } = backend
+  const ids = Object.entries({ id, backend_id, backendId }).filter(([, v]) => v !== undefined)
+  for (const [key, value] of ids) put("backendId", value, ["backend", key])
+  if (type === undefined) {
+    if (Object.keys(rest).length)
+      issues.push({
+        path: ["backend", "type"],
+        message: `is required: send one of ${ServingTypes.map((t) => `"${t}"`).join(", ")}, to say which backend these options are for`,
+      })
+    return
+  }
+  if (typeof type !== "string" || !(ServingTypes as readonly string[]).includes(type)) {
+    issues.push({
+      path: ["backend", "type"],
+      message: `must be one of ${ServingTypes.map((t) => `"${t}"`).join(", ")}`,
+    })
+    return
+  }
+  const kind = type as ServingType
+  const serving = isRecord(body.serving) ? body.serving : {}
+  const options: Record<string, unknown> = isRecord(serving[kind]) ? { ...serving[kind] } : {}
+  const apply = (rules: Record<string, Rule> | undefined, fields: Record<string, unknown>, at: Path) => {
+    for (const [key, value] of Object.entries(fields)) {
+      const source = [...at, key]
+      const rule = rules ? rules[key] : { serving: camelKey(key) }
+      if (!rule) {
+        issues.push({
+          path: at,
+          key,
+          message: `unknown field "${key}" for a ${kind} backend: remove it (docs/cli.md lists the domyn-swarm fields swarmplane reads)`,
+        })
+      } else if ("serving" in rule) {
+        if (rule.serving in options) {
+          issues.push({ path: at, key, message: `serving.${kind}.${rule.serving} is set twice: keep one` })
+          continue
+        }
+        options[rule.serving] = camelize(value, ["serving", kind, rule.serving], source, origins, issues)
+      } else if ("nested" in rule) {
+        if (isRecord(value)) apply(rule.nested, value, source)
+        else issues.push({ path: source, message: "must be an object" })
+      } else if ("top" in rule) mergeTop(rule.top, value, source, body, origins, issues)
+      else if ("backend" in rule)
+        issues.push({
+          path: source,
+          message: `swarmplane keeps this on the registered ${kind} backend, not on the swarm: set ${rule.backend} in its config (swarmplane backend add -f backend.yaml) and remove it here`,
+        })
+      else issues.push({ path: source, message: `ignored: ${rule.ignored}`, warning: true })
+    }
+  }
+  apply(BackendRules[kind], rest, ["backend"])
+  if (Object.keys(options).length) {
+    if (!isRecord(serving[kind])) origins.set(["serving", kind], ["backend"])
+    body.serving = { ...serving, [kind]: options }
+  }
+}
+
+/** `image` (only when the swarm names none) and `env` (merged, later wins) from backend sections. */
+function mergeTop(
+  field: "image" | "env",
+  value: unknown,
+  source: Path,
+  body: Record<string, unknown>,
+  origins: Origins,
+  issues: Issue[],
+): void {
+  if (field === "image") {
+    if (body.image === undefined) {
+      body.image = value
+      origins.set(["image"], source)
+    }
+    return
+  }
+  if (!isRecord(value)) {
+    issues.push({ path: source, message: "must be a map of NAME: value" })
+    return
+  }
+  const env = isRecord(body.env) ? { ...body.env } : {}
+  for (const [name, item] of Object.entries(value)) {
+    env[name] = item
+    origins.set(["env", name], [...source, name])
+  }
+  body.env = env
+}
+
+/**
+ * A memory size in MiB: a number is MiB already; a string takes Slurm's units (`16G`, `512M`, `1T`,
+ * also `16GB`, `16GiB`), all binary.
+ */
+export function sizeMiB(value: unknown, source: Path, issues: Issue[]): unknown {
+  if (typeof value === "number") return value
+  const match = typeof value === "string" ? /^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$/i.exec(value) : null
+  if (!match) {
+    issues.push({ path: source, message: "must be a size such as 16G, 512M or a number of MiB" })
+    return value
+  }
+  const factor = { "": 1, K: 1 / 1024, M: 1, G: 1024, T: 1024 * 1024 }[(match[2] ?? "").toUpperCase()] ?? 1
+  return Math.ceil(Number(match[1]) * factor)
+}
+
+/** Split a command-line string into argv like a POSIX shell would (quotes and backslashes), no expansion. */
+export function splitArgs(text: string): string[] {
+  const args: string[] = []
+  let current = ""
+  let started = false
+  let quote: '"' | "'" | undefined
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string
+    if (quote) {
+      if (c === quote) quote = undefined
+      else if (c === "\\" && quote === '"' && /["\\$`]/.test(text[i + 1] ?? "")) current += text[++i]
+      else current += c
+    } else if (c === "'" || c === '"') {
+      quote = c
+      started = true
+    } else if (c === "\\" && i + 1 < text.length) {
+      current += text[++i]
+      started = true
+    } else if (/\s/.test(c)) {
+      if (started) args.push(current)
+      current = ""
+      started = false
+    } else {
+      current += c
+      started = true
+    }
+  }
+  if (started) args.push(current)
+  return args
+}
