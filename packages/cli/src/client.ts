@@ -183,6 +183,10 @@ export function createClient(options: HttpOptions) {
     jobEvents: (id: string, page: PageQuery = {}) =>
       get<Page<Event>>(`/v1/jobs/${at(id)}/events`, { ...page }),
 
+    /** `GET /v1/swarms/{name}/events`: a page of the swarm's events, oldest first. */
+    swarmEvents: (name: string, page: PageQuery = {}) =>
+      get<Page<Event>>(`/v1/swarms/${at(name)}/events`, { ...page }),
+
     /** `GET /v1/workers`: the workers, optionally of one backend. */
     listWorkers: async (backendId?: string) =>
       (await get<{ items: Worker[] }>("/v1/workers", { backendId })).items,

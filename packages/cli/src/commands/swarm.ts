@@ -135,13 +135,22 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
     const api = await client(ctx, cmd)
     const { swarm } = await api.getSwarm(name)
     if (format !== "table") return show(ctx, format, swarm, () => "")
-    out(ctx, await describe(ctx, swarm, (id) => allPages((page) => api.jobEvents(id, page))))
+    out(
+      ctx,
+      await describe(
+        ctx,
+        swarm,
+        () => allPages((page) => api.swarmEvents(name, page)),
+        (id) => allPages((page) => api.jobEvents(id, page)),
+      ),
+    )
   })
 }
 
 async function describe(
   ctx: Ctx,
   s: Swarm,
+  swarmEvents: () => Promise<{ items: Event[] }>,
   events: (jobId: string) => Promise<{ items: Event[] }>,
 ): Promise<string> {
   const p = ctx.out
@@ -162,8 +171,13 @@ async function describe(
     ["Created", `${s.createdAt} (${age(s.createdAt)} ago)`],
   ])
   text += `\n${p.bold("Replicas:")}\n${s.replicaStatus.items.length ? replicaTable(p, s) : "(none reported yet)\n"}`
-  // The API lists no swarm events; on `workers` backends the handle names the job that runs the
-  // replicas and router, whose events show what happened to them.
+  const own = await swarmEvents().then(
+    (res) => res.items.slice(-10),
+    () => [],
+  )
+  text += `\n${p.bold("Events:")}\n${own.length ? eventTable(p, own) : "(none)\n"}`
+  // On `workers` backends the handle names the job that runs the replicas and router, whose events
+  // show what happened to them.
   const jobId =
     isRecord(s.handle?.meta) && typeof s.handle?.meta.job === "string" ? s.handle.meta.job : undefined
   if (!jobId) return text

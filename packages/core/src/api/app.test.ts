@@ -453,6 +453,9 @@ describe("swarms", () => {
       "swarm.updated",
     ])
 
+    const events = (await api.call("GET", "/v1/swarms/llm/events")).json.items
+    expect(events.map((e: { reason: string }) => e.reason)).toEqual(["created", "updated"])
+    expect((await api.call("GET", "/v1/swarms/ghost/events")).status).toBe(404)
     const deleted = await api.call("DELETE", "/v1/swarms/llm")
     expect(deleted.status).toBe(202)
     expect(deleted.json).toMatchObject({ desired: "deleted", phase: "STOPPED" })

@@ -3,8 +3,10 @@ import { createRoute } from "@hono/zod-openapi"
 import { waitState } from "../../control/swarm-phase"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
+import { Event } from "../../model/event"
 import type { SwarmPhase } from "../../model/states"
 import { Swarm, SwarmGetQuery, SwarmRequest } from "../../model/swarm"
+import { Keys } from "../../store/keys"
 import type { Clock } from "../../util/clock"
 import { requireRole } from "../auth"
 import { type ApiDeps, enqueue } from "../context"
@@ -20,6 +22,7 @@ import {
 import { resolveBackend } from "../resolve"
 
 const SwarmPage = pageOf(Swarm, "SwarmPage")
+const EventPage = pageOf(Event, "SwarmEventPage")
 const PollMs = 1000
 
 /** Poll until the swarm reaches `wanted`, comes to rest elsewhere, or the deadline passes. */
@@ -117,6 +120,25 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
       const { swarm, result } = await waitFor(load, query.wait, query.timeoutS, deps.clock)
       c.header("Swarmplane-Wait", result)
       return c.json(swarm, 200)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/swarms/{name}/events",
+      tags: ["swarms"],
+      summary: "Events of a swarm, oldest first",
+      security,
+      request: { params: nameParam("Swarm"), query: PageQuery },
+      responses: { 200: jsonResponse(EventPage, "A page of events."), ...errors(400, 401, 404) },
+    }),
+    async (c) => {
+      const project = c.get("caller").project
+      const { name } = c.req.valid("param")
+      await deps.repos.swarms.mustGet(project, name)
+      const page = await deps.repos.events.list(Keys.swarm(project, name).pk, c.req.valid("query"))
+      return c.json({ items: page.items, ...(page.cursor ? { nextCursor: page.cursor } : {}) }, 200)
     },
   )
 
