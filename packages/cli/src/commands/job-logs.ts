@@ -3,6 +3,7 @@
  * attempts). `--follow` polls the tail and prints only lines it has not printed yet, until the tasks
  * end; a retry (a new attempt) is announced and its output follows.
  */
+import { TerminalTaskStates } from "@swarmplane/core/model/states"
 import type { Command } from "commander"
 import type { Client, JobDetail, LogTail, Task } from "../client"
 import type { Ctx } from "../context"
@@ -15,15 +16,7 @@ const PollMs = 1000
 const FollowWindow = 1000
 /** Tasks followed at once at most (each is one request per poll). */
 const FollowTasks = 16
-const Terminal = new Set([
-  "SUCCEEDED",
-  "FAILED",
-  "KILLED",
-  "WORKER_FAILED",
-  "PREEMPTED",
-  "UNSCHEDULABLE",
-  "COSCHED_FAILED",
-])
+const Terminal = new Set<string>(TerminalTaskStates)
 
 export function jobLogsCommand(job: Command, ctx: Ctx): void {
   examples(

@@ -5,7 +5,7 @@
  */
 
 import type { SwarmPhase } from "../model/states"
-import type { Swarm, SwarmSpec } from "../model/swarm"
+import { type Swarm, SwarmSpec } from "../model/swarm"
 
 /** Legal phase transitions. A phase may always stay where it is. */
 export const SwarmTransitions: Record<SwarmPhase, readonly SwarmPhase[]> = {
@@ -73,33 +73,10 @@ export function observe(swarm: Swarm, observation: ServingObservation, nowIso: s
 /** The fields of a swarm that are not its spec: what the control plane knows about it. */
 type SwarmStatus = Omit<Swarm, keyof SwarmSpec>
 
+const specFields = new Set(Object.keys(SwarmSpec.shape))
+
 function statusOf(swarm: Swarm): SwarmStatus {
-  const {
-    project,
-    phase,
-    desired,
-    url,
-    generation,
-    observedGeneration,
-    replicaStatus,
-    handle,
-    message,
-    createdAt,
-    updatedAt,
-  } = swarm
-  return {
-    project,
-    phase,
-    desired,
-    url,
-    generation,
-    observedGeneration,
-    replicaStatus,
-    handle,
-    message,
-    createdAt,
-    updatedAt,
-  }
+  return Object.fromEntries(Object.entries(swarm).filter(([key]) => !specFields.has(key))) as SwarmStatus
 }
 
 /**
