@@ -1,0 +1,82 @@
+import { describe, expect, test } from "vitest"
+import { BackendConfig, type BackendConfigOf } from "../../model/backend"
+import { outputPath, sbatchScript, sh, slurmTime } from "./script"
+
+const config = BackendConfig.parse({
+  type: "slurm",
+  loginHost: "login",
+  user: "svc",
+  sshKeySecret: "k",
+  hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA",
+  partition: "debug",
+  gpuPartition: "gpu",
+  account: "ml",
+  extraSbatch: ["--exclusive"],
+  setup: ["module load cuda/12.4"],
+}) as BackendConfigOf<"slurm">
+
+const base = {
+  name: "sp-s-01abc",
+  entries: [
+    { index: 0, shard: 0, attemptUid: "a-1" },
+    { index: 1, shard: 1, attemptUid: "a-2" },
+    { index: 2, shard: 3, attemptUid: "a-4" },
+  ],
+  nshards: 4,
+  resources: { cpu: 1.5, memoryMiB: 2048, gpu: 0 },
+  env: { MODEL: "it's 'quoted'" },
+  command: ["python", "infer.py", "--in", "a b"],
+  features: [],
+}
+
+describe("sbatch scripts", () => {
+  test("an array of the pending tasks, each index exporting its shard and attempt", () => {
+    const script = sbatchScript(config, base)
+    expect(script).toContain("#SBATCH --job-name=sp-s-01abc")
+    expect(script).toContain("#SBATCH --array=0-2")
+    expect(script).toContain("#SBATCH --cpus-per-task=2")
+    expect(script).toContain("#SBATCH --mem=2048M")
+    expect(script).toContain("#SBATCH --partition=debug")
+    expect(script).toContain("#SBATCH --account=ml")
+    expect(script).toContain("#SBATCH --exclusive")
+    expect(script).toContain("#SBATCH --time=01:00:00")
+    expect(script).toContain("#SBATCH --output=.swarmplane/jobs/%x_%a.out")
+    expect(script).toContain("  2) export SHARD_ID=3 ATTEMPT_UID=a-4 ;;")
+    expect(script).toContain("export NSHARDS=4")
+    expect(script).toContain(`export MODEL='it'\\''s '\\''quoted'\\'''`)
+    expect(script).toContain("module load cuda/12.4")
+    expect(script).toContain("exec python infer.py --in 'a b'")
+    expect(script).not.toContain("--gres")
+  })
+
+  test("GPUs go to the GPU partition with gres; a time limit in minutes; features as a constraint", () => {
+    const script = sbatchScript(config, {
+      ...base,
+      entries: [{ index: 0, shard: 0, attemptUid: "a-1" }],
+      resources: { cpu: 1, memoryMiB: 1024, gpu: 2, gpuType: "h100" },
+      timeLimitS: 90,
+      features: ["ib", "nvlink"],
+    })
+    expect(script).toContain("#SBATCH --partition=gpu")
+    expect(script).toContain("#SBATCH --gres=gpu:h100:2")
+    expect(script).toContain("#SBATCH --time=2")
+    expect(script).toContain("#SBATCH --constraint=ib&nvlink")
+    expect(script).toContain("#SBATCH --array=0")
+  })
+
+  test("images run through the configured launcher", () => {
+    const apptainer = BackendConfig.parse({ ...config, container: { launcher: "apptainer", extraArgs: ["--nv"] } }) as BackendConfigOf<"slurm">
+    expect(sbatchScript(apptainer, { ...base, image: "vllm/vllm-openai:v0.6" })).toContain(
+      "exec apptainer exec --nv docker://vllm/vllm-openai:v0.6 python infer.py --in 'a b'",
+    )
+  })
+
+  test("helpers", () => {
+    expect(sh("plain-word_1.2")).toBe("plain-word_1.2")
+    expect(sh("has space")).toBe("'has space'")
+    expect(sh("$HOME")).toBe("'$HOME'")
+    expect(slurmTime(1)).toBe("1")
+    expect(slurmTime(3600)).toBe("60")
+    expect(outputPath(config, "sp-x", 3)).toBe(".swarmplane/jobs/sp-x_3.out")
+  })
+})
