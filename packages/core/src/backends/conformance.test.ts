@@ -27,6 +27,7 @@ type Method = MethodsOf<TaskBackend & ServingBackend>
 const methods = [
   "bindRuntime",
   "schedule",
+  "launch",
   "reconcile",
   "autoscale",
   "status",
@@ -110,6 +111,7 @@ const configs = {
 const expectations: { [T in BackendType]: Record<AsyncMethod, Expect> } = {
   workers: {
     schedule: "resolves",
+    launch: "resolves",
     reconcile: "resolves",
     autoscale: "resolves",
     status: "resolves",
@@ -137,6 +139,7 @@ const expectations: { [T in BackendType]: Record<AsyncMethod, Expect> } = {
 function unavailable(): Record<AsyncMethod, Expect> {
   return {
     schedule: "not_supported",
+    launch: "not_supported",
     reconcile: "not_supported",
     autoscale: "not_supported",
     status: "not_supported",
@@ -238,6 +241,7 @@ const swarm: Swarm = {
 /** One call of each async method with small, valid arguments. */
 const calls: Record<AsyncMethod, (b: AnyBackend) => Promise<unknown>> = {
   schedule: (b) => b.schedule({ pending: [], live: [], mintAttemptUid: () => "att-new" }),
+  launch: (b) => b.launch({ attempts: [] }),
   reconcile: (b) => b.reconcile({ live: [] }),
   autoscale: (b) => b.autoscale({ pending: [], live: [] }),
   status: (b) => b.status(),

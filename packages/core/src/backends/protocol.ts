@@ -56,6 +56,18 @@ export interface ScheduleResult {
   pendingReasons: Map<string, string>
 }
 
+/** Attempts persisted as ASSIGNED but not yet on the substrate (no `target`): submit or adopt them. */
+export interface LaunchRequest {
+  attempts: TaskRef[]
+}
+
+export interface LaunchResult {
+  /** Now on the substrate (submitted, or found there from an earlier try and adopted). */
+  launched: { ref: TaskRef; target: string }[]
+  /** Refused by the substrate for good (e.g. an unknown partition); retryable errors are thrown instead. */
+  failed: { ref: TaskRef; message: string }[]
+}
+
 export interface ReconcileRequest {
   /** Tasks with a live attempt on this backend. */
   live: TaskRef[]
@@ -122,6 +134,12 @@ export interface TaskBackend {
   readonly descriptor: BackendDescriptor
   bindRuntime(runtime: Runtime): void
   schedule(request: ScheduleRequest): Promise<ScheduleResult>
+  /**
+   * Delegated backends: submit attempts that were persisted before submission, idempotently (an
+   * attempt already on the substrate is adopted, never submitted twice). Worker-daemon: nothing to do,
+   * workers pull their attempts.
+   */
+  launch(request: LaunchRequest): Promise<LaunchResult>
   reconcile(request: ReconcileRequest): Promise<ReconcileResult>
   autoscale(request: AutoscaleRequest): Promise<AutoscaleResult>
   status(): Promise<BackendStatus>

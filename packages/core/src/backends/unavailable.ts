@@ -24,6 +24,7 @@ export function UnavailableBackend(backend: Backend): TaskBackend & ServingBacke
     },
     bindRuntime() {},
     schedule: no("schedule"),
+    launch: no("launch"),
     reconcile: no("reconcile"),
     autoscale: no("autoscale"),
     status: no("status"),

@@ -16,6 +16,7 @@ import { type AnyBackend, createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
 import type { Outcome } from "../model/outcome"
 import type { Runtime } from "../runtime"
+import type { TaskReport } from "../store/jobs"
 import type { Lease } from "../store/leases"
 import { FencedError } from "../store/port"
 import { newId } from "../util/ids"
@@ -62,6 +63,48 @@ async function applyOutcomes(
     stop.push(...result.stop)
   }
   return stop
+}
+
+/**
+ * Delegated backends: submit what was persisted as ASSIGNED but is not yet on the substrate (no
+ * target): this pass's placements, and any a crashed pass left behind. The backend adopts attempts it
+ * finds there already, so a crash between submit and persist never submits twice.
+ */
+async function launchAssigned(
+  rt: Runtime,
+  backend: AnyBackend,
+  record: Backend,
+  fence: number,
+): Promise<void> {
+  if (record.kind !== "delegated") return
+  const work = await activeWork(rt, record)
+  const attempts = work.live.filter(
+    (ref) => ref.task.data.state === "ASSIGNED" && !ref.task.data.attempts.at(-1)?.target,
+  )
+  if (!attempts.length) return
+  const result = await backend.launch({ attempts })
+  const byJob = new Map<string, { job: TaskRef["job"]; reports: TaskReport[] }>()
+  const add = (ref: TaskRef, report: TaskReport) => {
+    const entry = byJob.get(ref.job.id) ?? { job: ref.job, reports: [] }
+    entry.reports.push(report)
+    byJob.set(ref.job.id, entry)
+  }
+  for (const { ref, target } of result.launched)
+    add(ref, {
+      index: ref.task.data.index,
+      serving: { attemptUid: ref.task.data.attempts.at(-1)!.attemptUid, target },
+    })
+  for (const { ref, message } of result.failed)
+    add(ref, {
+      index: ref.task.data.index,
+      outcome: {
+        kind: "failed",
+        attemptUid: ref.task.data.attempts.at(-1)!.attemptUid,
+        reason: "submit_failed",
+        message,
+      },
+    })
+  for (const { job, reports } of byJob.values()) await rt.repos.jobs.applyReports(job, reports, { fence })
 }
 
 /** The pass lost its lease (it ran past the expiry): it stops; the next holder carries on. */
@@ -201,6 +244,7 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
         },
       }))
       stops.push(...(await applyOutcomes(rt, preempted, fence)))
+      await launchAssigned(rt, backend, record, fence)
       // Why the rest wait: one reason per job (its tasks are alike), written only when it changes.
       const placed = new Set(plan.assignments.map((a) => `${a.ref.job.id}/${a.ref.task.data.index}`))
       const firstWaiting = new Map<string, TaskRef>()

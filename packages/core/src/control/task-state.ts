@@ -221,22 +221,24 @@ function withLast(task: Task, patch: Partial<Attempt>): Attempt[] {
 }
 
 /**
- * Record where a live replica or router listens and whether it is ready. Not a state change; stale
+ * Record where a live attempt runs on its substrate (`target`, e.g. a Slurm job id), where a replica or
+ * router listens and whether it is ready. Not a state change; stale
  * reports (another attempt, a task no longer live) change nothing.
  */
 export function noteServing(
   task: Task,
-  report: { attemptUid: string; endpoint?: string; ready?: boolean },
+  report: { attemptUid: string; endpoint?: string; ready?: boolean; target?: string },
   nowIso: string,
 ): Applied {
   const current = currentAttempt(task)
   if (!current || current.attemptUid !== report.attemptUid) return unchanged(task)
-  if (current.endpoint === report.endpoint && Boolean(current.ready) === Boolean(report.ready))
-    return unchanged(task)
   const patch: Partial<Attempt> = {
-    ready: Boolean(report.ready),
-    ...(report.endpoint ? { endpoint: report.endpoint } : {}),
+    ...(report.ready !== undefined ? { ready: report.ready } : {}),
+    ...(report.endpoint !== undefined ? { endpoint: report.endpoint } : {}),
+    ...(report.target !== undefined ? { target: report.target } : {}),
   }
+  const same = Object.entries(patch).every(([k, v]) => current[k as keyof Attempt] === v)
+  if (same) return unchanged(task)
   return {
     task: { ...task, attempts: withLast(task, patch), updatedAt: nowIso },
     changed: true,

@@ -65,7 +65,10 @@ describe("sbatch scripts", () => {
   })
 
   test("images run through the configured launcher", () => {
-    const apptainer = BackendConfig.parse({ ...config, container: { launcher: "apptainer", extraArgs: ["--nv"] } }) as BackendConfigOf<"slurm">
+    const apptainer = BackendConfig.parse({
+      ...config,
+      container: { launcher: "apptainer", extraArgs: ["--nv"] },
+    }) as BackendConfigOf<"slurm">
     expect(sbatchScript(apptainer, { ...base, image: "vllm/vllm-openai:v0.6" })).toContain(
       "exec apptainer exec --nv docker://vllm/vllm-openai:v0.6 python infer.py --in 'a b'",
     )

@@ -66,13 +66,20 @@ function ranges(indexes: number[]): string {
 function launcher(config: SlurmConfig, image: string | undefined, command: string[]): string[] {
   if (!image || config.container.launcher === "none") return command
   if (config.container.launcher === "apptainer")
-    return ["apptainer", "exec", ...config.container.extraArgs, image.includes("://") ? image : `docker://${image}`, ...command]
+    return [
+      "apptainer",
+      "exec",
+      ...config.container.extraArgs,
+      image.includes("://") ? image : `docker://${image}`,
+      ...command,
+    ]
   return ["enroot", "start", ...config.container.extraArgs, image, ...command]
 }
 
 export function sbatchScript(config: SlurmConfig, sub: Submission): string {
   const r = sub.resources
-  const partition = sub.partition ?? (r.gpu > 0 ? (config.gpuPartition ?? config.partition) : config.partition)
+  const partition =
+    sub.partition ?? (r.gpu > 0 ? (config.gpuPartition ?? config.partition) : config.partition)
   const lines = [
     "#!/bin/bash",
     `#SBATCH --job-name=${sub.name}`,
@@ -80,7 +87,9 @@ export function sbatchScript(config: SlurmConfig, sub: Submission): string {
     `#SBATCH --array=${ranges(sub.entries.map((e) => e.index))}`,
     `#SBATCH --cpus-per-task=${Math.max(1, Math.ceil(r.cpu))}`,
     `#SBATCH --mem=${r.memoryMiB}M`,
-    ...(r.gpu > 0 ? [`#SBATCH --gres=${config.gresGpuName}:${r.gpuType ? `${r.gpuType}:` : ""}${r.gpu}`] : []),
+    ...(r.gpu > 0
+      ? [`#SBATCH --gres=${config.gresGpuName}:${r.gpuType ? `${r.gpuType}:` : ""}${r.gpu}`]
+      : []),
     `#SBATCH --time=${sub.timeLimitS !== undefined ? slurmTime(sub.timeLimitS) : config.timeLimit}`,
     `#SBATCH --output=${outputDirOf(config)}/%x_%a.out`,
     ...(config.account ? [`#SBATCH --account=${config.account}`] : []),

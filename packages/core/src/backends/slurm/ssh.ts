@@ -69,7 +69,12 @@ export class SshSession {
                 409,
               ),
             )
-          else reject(new BackendError(`ssh to ${t.user}@${t.host}:${t.port} failed: ${error.message}`, true, { cause: error }))
+          else
+            reject(
+              new BackendError(`ssh to ${t.user}@${t.host}:${t.port} failed: ${error.message}`, true, {
+                cause: error,
+              }),
+            )
         })
         .connect({
           host: t.host,
@@ -111,12 +116,18 @@ export class SshSession {
     const timeoutMs = this.target.commandTimeoutS * 1000
     return new Promise((resolve, reject) => {
       client.exec(command, (error, channel) => {
-        if (error) return reject(new BackendError(`ssh exec failed: ${error.message}`, true, { cause: error }))
+        if (error)
+          return reject(new BackendError(`ssh exec failed: ${error.message}`, true, { cause: error }))
         let stdout = ""
         let stderr = ""
         const timer = setTimeout(() => {
           channel.close()
-          reject(new BackendError(`remote command timed out after ${this.target.commandTimeoutS}s: ${command.slice(0, 80)}`, true))
+          reject(
+            new BackendError(
+              `remote command timed out after ${this.target.commandTimeoutS}s: ${command.slice(0, 80)}`,
+              true,
+            ),
+          )
         }, timeoutMs)
         channel.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
         channel.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))

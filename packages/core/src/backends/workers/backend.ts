@@ -120,6 +120,11 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
       }
     },
 
+    // Workers pull their attempts: an assignment is the launch.
+    async launch() {
+      return { launched: [], failed: [] }
+    },
+
     async reconcile(request): Promise<ReconcileResult> {
       const now = rt().clock.now()
       const items = await workerItems()
