@@ -3,11 +3,16 @@
  * same process. `npm run bench -- scheduler` (or `store`) runs one.
  */
 import { main as schedulerBench } from "./scheduler"
+import { main as slurmBench } from "./slurm"
 import { main as storeBench } from "./store"
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true"
 
-const benches: Record<string, () => Promise<void>> = { store: storeBench, scheduler: schedulerBench }
+const benches: Record<string, () => Promise<void>> = {
+  store: storeBench,
+  scheduler: schedulerBench,
+  slurm: slurmBench,
+}
 const wanted = process.argv.slice(2)
 const unknown = wanted.filter((name) => !(name in benches))
 if (unknown.length) {

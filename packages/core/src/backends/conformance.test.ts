@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from "node:crypto"
 /**
  * Conformance of every backend type the registry maps to the protocols (DESIGN.md §3): every method
  * exists, the descriptor is complete, and a capability a backend lacks rejects with a typed
@@ -57,7 +58,7 @@ const syncMethods = ["bindRuntime", "runtimeImage"] as const satisfies readonly 
 type AsyncMethod = Exclude<(typeof methods)[number], (typeof syncMethods)[number]>
 
 /** What calling a method must do on a backend type. */
-type Expect = "resolves" | "not_supported"
+type Expect = "resolves" | "not_supported" | "needs_cluster"
 
 /** One valid config per type the registry maps: a type added to the union fails to compile here. */
 const configs = {
@@ -130,7 +131,28 @@ const expectations: { [T in BackendType]: Record<AsyncMethod, Expect> } = {
     servingStatus: "resolves",
     delete: "resolves",
   },
-  slurm: unavailable(),
+  // With no cluster reachable: calls that need one fail with a (retryable) transport error, never silently.
+  slurm: {
+    schedule: "resolves",
+    launch: "resolves",
+    reconcile: "resolves",
+    autoscale: "resolves",
+    status: "needs_cluster",
+    autoscalerStatus: "resolves",
+    resourceCapacity: "needs_cluster",
+    getProcessStatus: "not_supported",
+    profileTask: "not_supported",
+    execInContainer: "not_supported",
+    fetchLogs: "resolves",
+    seedLiveness: "resolves",
+    runTeardown: "resolves",
+    teardown: "resolves",
+    pruneDeadWorkers: "resolves",
+    close: "resolves",
+    createOrUpdate: "needs_cluster",
+    servingStatus: "resolves",
+    delete: "needs_cluster",
+  },
   lepton: unavailable(),
   eks: unavailable(),
 }
@@ -161,6 +183,12 @@ function unavailable(): Record<AsyncMethod, Expect> {
 }
 
 const t0 = "2026-01-01T00:00:00.000Z"
+/** A real private key, so the Slurm backend gets as far as the (unreachable) network. */
+const sshKey = generateKeyPairSync("rsa", {
+  modulusLength: 2048,
+  privateKeyEncoding: { type: "pkcs1", format: "pem" },
+  publicKeyEncoding: { type: "spki", format: "pem" },
+}).privateKey
 
 function runtime() {
   const clock = new FakeClock()
@@ -170,7 +198,7 @@ function runtime() {
     clock,
     logger: silentLogger,
     pepper: "test-pepper",
-    secrets: { get: async () => "secret-value" },
+    secrets: { get: async () => sshKey },
   })
 }
 
@@ -304,11 +332,15 @@ for (const type of BackendTypes) {
     })
 
     for (const [method, outcome] of Object.entries(expectations[type]) as [AsyncMethod, Expect][])
-      test(`${method} ${outcome === "resolves" ? "resolves" : "rejects with backend.not_supported"}`, async () => {
+      test(`${method} ${outcome === "resolves" ? "resolves" : outcome === "needs_cluster" ? "fails with a transport error without a cluster" : "rejects with backend.not_supported"}`, async () => {
         const result = calls[method](make())
         expect(result).toBeInstanceOf(Promise)
         if (outcome === "resolves") {
           await result
+          return
+        }
+        if (outcome === "needs_cluster") {
+          await expect(result).rejects.toMatchObject({ name: "BackendError", retryable: true })
           return
         }
         const error = await result.then(

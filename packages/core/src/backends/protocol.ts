@@ -49,7 +49,7 @@ export interface ScheduleRequest {
 
 export interface ScheduleResult {
   /** Tasks to move to ASSIGNED with a fresh attempt (its uid, and where it goes). */
-  assignments: { ref: TaskRef; attemptUid: string; workerId?: string; target?: string }[]
+  assignments: { ref: TaskRef; attemptUid: string; workerId?: string; target?: string; submission?: string }[]
   /** Live tasks to preempt so higher bands can run. */
   preemptions: { ref: TaskRef; reason: string }[]
   /** Why each unplaced task waits (keyed `<jobId>/<index>`). */

@@ -6,6 +6,7 @@
 import type { Backend } from "../model/backend"
 import type { Runtime } from "../runtime"
 import type { ServingBackend, TaskBackend } from "./protocol"
+import { SlurmBackend } from "./slurm/backend"
 import { UnavailableBackend } from "./unavailable"
 import { WorkersBackend } from "./workers/backend"
 
@@ -19,6 +20,8 @@ export function createBackend(backend: Backend, runtime: Runtime): AnyBackend {
       instance = WorkersBackend({ ...backend, config })
       break
     case "slurm":
+      instance = SlurmBackend({ ...backend, config })
+      break
     case "lepton":
     case "eks":
       instance = UnavailableBackend(backend)

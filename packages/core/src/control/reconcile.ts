@@ -138,6 +138,7 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
   try {
     backend = createBackend(record, rt)
     let work = await activeWork(rt, record)
+    const firstLive = work.live
     report.active = work.count
     const now = rt.clock.now()
 
@@ -230,6 +231,7 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
             attemptUid: a.attemptUid,
             ...(a.workerId ? { workerId: a.workerId } : {}),
             ...(a.target ? { target: a.target } : {}),
+            ...(a.submission ? { submission: a.submission } : {}),
           },
         })),
         fence,
@@ -259,7 +261,18 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
     }
 
     // 8. Teardown after the commit.
-    const effects: TeardownEffect[] = stops.map((attemptUid) => ({ kind: "stop" as const, attemptUid }))
+    // Where each stopped attempt runs, from the live tasks this pass began with (stops are of those).
+    const targets = new Map(
+      [...firstLive, ...work.live].map((ref) => {
+        const attempt = ref.task.data.attempts.at(-1)
+        return [attempt?.attemptUid, attempt?.target] as const
+      }),
+    )
+    const effects: TeardownEffect[] = stops.map((attemptUid) => ({
+      kind: "stop" as const,
+      attemptUid,
+      ...(targets.get(attemptUid) ? { target: targets.get(attemptUid) } : {}),
+    }))
     if (effects.length) await backend.runTeardown(effects)
     if (record.kind === "worker-daemon") await backend.pruneDeadWorkers()
     if (!record.status.healthy)

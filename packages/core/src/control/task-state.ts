@@ -117,6 +117,7 @@ export function applyOutcome(task: Task, outcome: Outcome, policy: RetryPolicy, 
         createdAt: nowIso,
         ...(outcome.target ? { target: outcome.target } : {}),
         ...(outcome.workerId ? { workerId: outcome.workerId } : {}),
+        ...(outcome.submission ? { submission: outcome.submission } : {}),
       }
       return {
         task: { ...base, state: "ASSIGNED", attempts: [...task.attempts, attempt].slice(-MaxAttemptsKept) },

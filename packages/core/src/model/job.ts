@@ -129,6 +129,12 @@ export const Attempt = z
       .optional()
       .describe("Where it runs: a worker id, a Slurm job id, a pod or Lepton job name."),
     workerId: z.string().optional().describe("Worker that runs it (`workers` backends)."),
+    submission: z
+      .string()
+      .optional()
+      .describe(
+        "Delegated backends: the submission it goes out in (`<name>#<array index>`), persisted before it is sent.",
+      ),
     endpoint: z.string().optional().describe("Where a replica or router listens, once it does."),
     ready: z.boolean().optional().describe("For replicas and routers: the health check passes."),
     createdAt: Timestamp.describe("When the attempt was minted."),

@@ -4,7 +4,7 @@
  */
 
 export type Outcome =
-  | { kind: "assigned"; attemptUid: string; target?: string; workerId?: string }
+  | { kind: "assigned"; attemptUid: string; target?: string; workerId?: string; submission?: string }
   | { kind: "building"; attemptUid: string }
   | { kind: "running"; attemptUid: string; target?: string }
   | { kind: "succeeded"; attemptUid: string; exitCode?: number }

@@ -43,6 +43,8 @@ export function hostKeyMatches(pinned: string, presented: Buffer): boolean {
 type Ssh2Client = import("ssh2").Client
 
 export class SshSession {
+  /** Commands run by every session of this process (what the benchmark counts). */
+  static totalCommands = 0
   /** Commands run on this session (a reconcile pass should run exactly one). */
   commands = 0
   private client: Ssh2Client | undefined
@@ -51,9 +53,18 @@ export class SshSession {
   constructor(private readonly target: SshTarget) {}
 
   private async connect(): Promise<Ssh2Client> {
-    const { Client } = await import("ssh2")
-    const client = new Client()
+    // ssh2 is CommonJS: its named exports come through `default` under some loaders.
+    const loaded = await import("ssh2")
+    const ssh2 = (loaded as unknown as { default?: typeof loaded }).default ?? loaded
+    const client = new ssh2.Client()
     const t = this.target
+    const { utils } = ssh2
+    const parsed = utils.parseKey(t.privateKey)
+    if (parsed instanceof Error)
+      throw new VisibleError(
+        "backend.ssh_key_invalid",
+        `the SSH key for ${t.user}@${t.host} is not a private key ssh2 can read (${parsed.message}); check the backend's sshKeySecret`,
+      )
     await new Promise<void>((resolve, reject) => {
       client
         .once("ready", () => {
@@ -103,6 +114,7 @@ export class SshSession {
       try {
         const result = await this.run(this.client, command, stdin)
         this.commands++
+        SshSession.totalCommands++
         return result
       } catch (error) {
         if (attempt > 0 || !(error instanceof BackendError) || !error.retryable) throw error

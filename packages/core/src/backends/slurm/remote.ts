@@ -1,0 +1,80 @@
+/**
+ * The remote shell commands the Slurm backend runs on the login node. Each is one SSH exec. The
+ * reconcile command gets the state of every attempt in one round trip: one `squeue` for all of the
+ * user's jobs, `scontrol show job` for swarmplane's arrays that have finished (squeue has no exit
+ * codes), and `sacct -c` for submissions that have left the queue entirely.
+ */
+import { SACCT_COMPLETION_FIELDS, SINFO_FORMAT, SQUEUE_FORMAT } from "./parse"
+import { sh } from "./script"
+
+export const Section = {
+  scontrol: "@@swarmplane:scontrol@@",
+  sacct: "@@swarmplane:sacct@@",
+  queue: "@@swarmplane:queue@@",
+}
+
+/** States in which a job still runs or waits: everything else is finished and has an exit code to fetch. */
+const Unfinished =
+  "PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED|STOPPED|RESIZING|SIGNALING|STAGE_OUT|REQUEUED|REQUEUE_HOLD|REQUEUE_FED|RESV_DEL_HOLD|SPECIAL_EXIT"
+
+/**
+ * One command for a whole reconcile pass. `names` are the job names of the live submissions: those
+ * squeue no longer lists are looked up in the completion log. `arrayIds` are their Slurm array ids:
+ * only those get an exit-code lookup.
+ */
+export function reconcileCommand(names: string[], arrayIds: string[] = []): string {
+  const wanted = names.map(sh).join(" ")
+  const ours = arrayIds.filter((id) => /^\d+$/.test(id)).join(" ")
+  return [
+    `q=$(squeue -h -t all -u "$(id -un)" -o ${sh(SQUEUE_FORMAT)}) || exit $?`,
+    `printf '%s\\n' "$q"`,
+    `echo ${Section.scontrol}`,
+    // squeue has no exit codes: the arrays of ours that finished are read with scontrol, one id each.
+    // Only the arrays of the attempts asked about: other finished jobs of the user are not our concern.
+    `for j in $(printf '%s\\n' "$q" | awk -F'|' -v ours=${sh(` ${ours} `)} 'index(ours, " " ($2 != "" ? $2 : $1) " ") && $5 !~ /^(${Unfinished})$/ {print ($2 != "" ? $2 : $1)}' | sort -u); do scontrol show job -o "$j" 2>/dev/null; done`,
+    `echo ${Section.sacct}`,
+    `gone=""; for n in ${wanted || '""'}; do [ -n "$n" ] || continue; printf '%s\\n' "$q" | grep -q "|$n|" || gone="$gone,$n"; done`,
+    `if [ -n "$gone" ]; then sacct -c --parsable2 -o ${SACCT_COMPLETION_FIELDS} --name="\${gone#,}" 2>/dev/null; fi`,
+    "true",
+  ].join("\n")
+}
+
+/** Submit the script on stdin, unless a job of that name exists already (a retried submit adopts it). */
+export function submitOrAdoptCommand(name: string, outputDir: string): string {
+  return [
+    `existing=$(squeue -h -t all -u "$(id -un)" --name=${sh(name)} -o %F | head -n 1)`,
+    `if [ -n "$existing" ]; then cat >/dev/null; echo "adopted $existing"; exit 0; fi`,
+    `mkdir -p ${sh(outputDir)} && sbatch --parsable`,
+  ].join("\n")
+}
+
+/** Cancel, then make sure: scancel exits 0 for unknown ids, so what is still queued or running is listed. */
+export function cancelCommand(ids: string[]): string {
+  const list = ids.map(sh).join(" ")
+  return [
+    `scancel ${list} 2>/dev/null`,
+    `for i in 1 2 3 4 5 6 7 8 9 10; do left=$(squeue -h -t PENDING,RUNNING,CONFIGURING,SUSPENDED -j ${ids.map(sh).join(",")} -o %i 2>/dev/null); [ -z "$left" ] && break; scancel ${list} 2>/dev/null; sleep 0.3; done`,
+    `printf '%s\\n' "$left"`,
+  ].join("\n")
+}
+
+/** Partitions and queue depth for `status()`: one exec. */
+export function statusCommand(): string {
+  return [
+    `sinfo -h -o ${sh(SINFO_FORMAT)}`,
+    `echo ${Section.queue}`,
+    `squeue -h -o '%P|%T' | sort | uniq -c`,
+  ].join("\n")
+}
+
+/** Split a command's output at the section markers. */
+export function sections(stdout: string): Record<"main" | "scontrol" | "sacct" | "queue", string> {
+  const out = { main: "", scontrol: "", sacct: "", queue: "" }
+  let current: keyof typeof out = "main"
+  for (const line of stdout.split("\n")) {
+    const marker = Object.entries(Section).find(([, m]) => line === m)
+    if (marker) current = marker[0] as keyof typeof out
+    else out[current] += `${line}\n`
+  }
+  return out
+}
