@@ -3,13 +3,14 @@
  * of a local control plane: array jobs, exit codes and retries, cancel, time limits, adoption of a
  * duplicate submit, a swarm behind a router, and a changed host key.
  */
-import { mkdirSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createBackend } from "@swarmplane/core/backends/registry"
 import { SshSession } from "@swarmplane/core/backends/slurm/ssh"
 import { BackendConfig } from "@swarmplane/core/model/backend"
 import { afterAll, beforeAll, describe, expect, test } from "vitest"
-import { agentBin, type Plane, startPlane, until } from "./support/plane"
+import { type Plane, startPlane, until } from "./support/plane"
 import { privateKeyOf, slurmConnection } from "./support/slurm"
 
 const connection = slurmConnection()
@@ -18,6 +19,11 @@ const suite = connection ? describe : describe.skip
 suite("slurm backend on a real cluster", () => {
   const c = connection!
   let p: Plane
+  // The cluster's user cannot read this checkout (it may sit in a private folder): the agent goes to
+  // the cluster as one file, as it would to a real one (`npm run build:agent`).
+  const agentDir = mkdtempSync(join(tmpdir(), "swarmplane-agent-"))
+  chmodSync(agentDir, 0o755)
+  const agent = join(agentDir, "swarmplane-agent.mjs")
   const config = (extra: Record<string, unknown> = {}) => ({
     type: "slurm",
     loginHost: c.host,
@@ -28,7 +34,7 @@ suite("slurm backend on a real cluster", () => {
     partition: c.partition,
     gpuPartition: c.gpuPartition,
     timeLimit: "00:10:00",
-    routerCommand: [process.execPath, agentBin, "router"],
+    routerCommand: [process.execPath, agent, "router"],
     ...extra,
   })
   const ssh = () =>
@@ -43,6 +49,8 @@ suite("slurm backend on a real cluster", () => {
     })
 
   beforeAll(async () => {
+    const { buildAgent } = await import("../scripts/build-agent.mjs")
+    await buildAgent(agent)
     p = await startPlane()
     const secrets = join(p.dir, "data", "secrets", "default")
     mkdirSync(secrets, { recursive: true })
@@ -185,7 +193,7 @@ suite("slurm backend on a real cluster", () => {
       model: "echo",
       replicas: 2,
       memoryMiBPerReplica: 256,
-      command: [process.execPath, agentBin, "echo-server", "--host", "0.0.0.0"],
+      command: [process.execPath, agent, "echo-server", "--host", "0.0.0.0"],
     })
     expect(res.status).toBe(202)
     const swarm = await until(
