@@ -34,7 +34,7 @@ suite("slurm backend on a real cluster", () => {
     partition: c.partition,
     gpuPartition: c.gpuPartition,
     timeLimit: "00:10:00",
-    routerCommand: [process.execPath, agent, "router"],
+    agentCommand: [process.execPath, agent],
     ...extra,
   })
   const ssh = () =>
@@ -193,7 +193,7 @@ suite("slurm backend on a real cluster", () => {
       model: "echo",
       replicas: 2,
       memoryMiBPerReplica: 256,
-      command: [process.execPath, agent, "echo-server", "--host", "0.0.0.0"],
+      args: ["--host", "0.0.0.0"],
     })
     expect(res.status).toBe(202)
     const swarm = await until(

@@ -3,6 +3,9 @@
  * desired set, stop, and observe. Tasks and replicas are processes (this module); routers run inside
  * the agent (`router-attempt.ts`).
  */
+import { readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import type { DesiredAttempt, ObservedAttempt } from "@swarmplane/core/model/worker"
 import type { Logger } from "./logger"
 import { freePort, httpUrl } from "./net"
@@ -62,6 +65,9 @@ export class ProcessAttempt implements Attempt {
   private failure: ProcessOutcome | undefined
   private stopRequested = false
   private sentLogVersion = -1
+  private sentProgress = ""
+  /** Where the attempt may write its progress (`SWARMPLANE_PROGRESS_FILE`); removed when it is forgotten. */
+  private readonly progressFile: string
   private markEnded!: () => void
   private readonly ended = new Promise<void>((resolve) => {
     this.markEnded = resolve
@@ -73,6 +79,10 @@ export class ProcessAttempt implements Attempt {
     private readonly ctx: AttemptContext,
   ) {
     this.uid = desired.attemptUid
+    this.progressFile = join(
+      tmpdir(),
+      `swarmplane-progress-${desired.attemptUid.replace(/[^\w.-]/g, "_")}.json`,
+    )
     // Nothing in start() is expected to throw; if it does, the attempt fails rather than the agent.
     this.start().catch((error: unknown) =>
       this.end({ state: "FAILED", message: `agent error: ${String(error)}` }),
@@ -101,6 +111,7 @@ export class ProcessAttempt implements Attempt {
       env: d.env,
       defaults: this.isReplica ? { HOST: this.ctx.bindHost } : undefined,
       port: this.port,
+      ...(this.isReplica ? {} : { progressFile: this.progressFile }),
     })
     this.run = run
     this.ctx.log.info(
@@ -154,6 +165,8 @@ export class ProcessAttempt implements Attempt {
       if (endpoint) report.endpoint = endpoint
       report.ready = !outcome && this.ready
     }
+    const progress = this.isReplica ? undefined : readProgress(this.progressFile)
+    if (progress && JSON.stringify(progress) !== this.sentProgress) report.progress = progress
     const logs = this.run?.logs
     const version = logs?.version ?? -1
     if (logs && version !== this.sentLogVersion) report.logTail = logs.text(ReportLimits.logTail)
@@ -164,6 +177,7 @@ export class ProcessAttempt implements Attempt {
         // The heartbeat may have left the tail out (its size budget); then it is still to be sent,
         // and a final state without its last output does not count as delivered yet.
         if (report.logTail !== undefined) this.sentLogVersion = version
+        if (report.progress) this.sentProgress = JSON.stringify(report.progress)
         if (final && this.sentLogVersion === version) this.finalDelivered = true
       },
     }
@@ -209,4 +223,22 @@ export class NeverStartedAttempt implements Attempt {
   update(): void {}
   async stop(): Promise<void> {}
   killNow(): void {}
+}
+
+/** Progress counters an attempt wrote (see `ProgressVariable`), or undefined when there are none (yet). */
+export function readProgress(file: string): ObservedAttempt["progress"] | undefined {
+  try {
+    const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>
+    const count = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : undefined)
+    const done = count(raw.done)
+    if (done === undefined) return undefined
+    const out: NonNullable<ObservedAttempt["progress"]> = { done, failed: count(raw.failed) ?? 0 }
+    const total = count(raw.total)
+    const retries = count(raw.retries)
+    if (total !== undefined) out.total = total
+    if (retries !== undefined) out.retries = retries
+    return out
+  } catch {
+    return undefined
+  }
 }

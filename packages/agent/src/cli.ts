@@ -22,14 +22,24 @@ export interface ServerConfig {
   host: string
 }
 
+/** `echo-server`: failure injection for tests of clients (see `EchoOptions`), present only when given. */
+export interface EchoServerConfig extends ServerConfig {
+  failRate?: number
+  seed?: number
+}
+
 export interface RouterConfig extends ServerConfig {
   upstreams: string[]
 }
 
 type Options = NonNullable<ParseArgsConfig["options"]>
 
-/** Parse one command's flags; `undefined` when `--help` was asked for. */
-function parse(command: string, args: string[], options: Options): Record<string, unknown> | undefined {
+/** Parse one command's flags; `undefined` when `--help` was asked for. (Also used by batch/options.ts.) */
+export function parse(
+  command: string,
+  args: string[],
+  options: Options,
+): Record<string, unknown> | undefined {
   let values: Record<string, unknown>
   try {
     values = parseArgs({
@@ -116,13 +126,25 @@ export function parseWorker(args: string[], env: NodeJS.ProcessEnv): WorkerConfi
   return { api, token, registration, advertiseHost }
 }
 
-export function parseEchoServer(args: string[], env: NodeJS.ProcessEnv): ServerConfig | "help" {
-  const v = parse("echo-server", args, { port: { type: "string" }, host: { type: "string" } })
+export function parseEchoServer(args: string[], env: NodeJS.ProcessEnv): EchoServerConfig | "help" {
+  const v = parse("echo-server", args, {
+    port: { type: "string" },
+    host: { type: "string" },
+    "fail-rate": { type: "string" },
+    seed: { type: "string" },
+  })
   if (!v) return "help"
-  return {
+  const config: EchoServerConfig = {
     port: port(str(v.port) ?? env.PORT, str(v.port) ? "--port" : "PORT") ?? 0,
     host: str(v.host) ?? env.HOST ?? "127.0.0.1",
   }
+  const failRate = number(v["fail-rate"], "--fail-rate", { min: 0, integer: false })
+  if (failRate !== undefined && failRate > 1)
+    throw new UsageError(`--fail-rate: "${failRate}" must be a fraction from 0 to 1, e.g. --fail-rate 0.1`)
+  if (failRate !== undefined) config.failRate = failRate
+  const seed = number(v.seed, "--seed", { min: 0 })
+  if (seed !== undefined) config.seed = seed
+  return config
 }
 
 export function parseRouter(args: string[], env: NodeJS.ProcessEnv): RouterConfig | "help" {

@@ -1,6 +1,8 @@
 /**
  * A tiny OpenAI-compatible model server that echoes its input: the stand-in replica for tests, local
  * runs and smoke checks of a swarm (health, model listing, chat and text completions, streaming).
+ * For tests of clients: `failRate` answers a fraction of completion requests with 429 or 500, and
+ * `GET /requests` lists the prompts answered successfully, in order (to count work done twice).
  */
 import { randomBytes } from "node:crypto"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
@@ -8,11 +10,22 @@ import type { AddressInfo } from "node:net"
 
 export const EchoModel = "echo"
 const maxBodyBytes = 4 * 1024 * 1024
+/** The request log keeps the newest prompts only, so a long-lived server does not grow without end. */
+const maxLoggedPrompts = 1_000_000
+
+export interface EchoOptions {
+  /** Fraction (0..1) of completion requests answered 429 or 500 (half each), at random. Default 0. */
+  failRate?: number
+  /** Seed of that randomness (the same seed gives the same sequence of failures). Default: random. */
+  seed?: number
+}
 
 export interface EchoServer {
   readonly server: Server
   /** Requests to `/v1/*` served so far (health checks are not counted, so tests can compare). */
   readonly stats: { requests: number }
+  /** Prompts answered successfully, in order: a chat's last user message, or a completion's prompt. */
+  readonly requests: string[]
   listen(port?: number, host?: string): Promise<number>
   close(): Promise<void>
 }
@@ -28,10 +41,16 @@ class RequestError extends Error {
   }
 }
 
-export function createEchoServer(): EchoServer {
+export function createEchoServer(options: EchoOptions = {}): EchoServer {
   const stats = { requests: 0 }
+  const state: State = {
+    stats,
+    requests: [],
+    failRate: options.failRate ?? 0,
+    random: mulberry32(options.seed ?? Math.floor(Math.random() * 2 ** 32)),
+  }
   const server = createServer((req, res) => {
-    handle(req, res, stats).catch((error: unknown) => {
+    handle(req, res, state).catch((error: unknown) => {
       const e =
         error instanceof RequestError ? error : new RequestError(500, String(error), null, "server_error")
       if (res.headersSent) res.destroy()
@@ -42,6 +61,7 @@ export function createEchoServer(): EchoServer {
   return {
     server,
     stats,
+    requests: state.requests,
     listen: (port = 0, host = "127.0.0.1") =>
       new Promise((resolve, reject) => {
         server.once("error", reject)
@@ -55,32 +75,82 @@ export function createEchoServer(): EchoServer {
   }
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, stats: { requests: number }) {
+interface State {
+  stats: { requests: number }
+  requests: string[]
+  failRate: number
+  random: () => number
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, state: State) {
   const path = new URL(req.url ?? "/", "http://localhost").pathname
   const route = `${req.method} ${path}`
-  if (path.startsWith("/v1/")) stats.requests++
+  if (path.startsWith("/v1/")) state.stats.requests++
   switch (route) {
     case "GET /health":
       return sendJson(res, 200, { status: "ok" })
     case "GET /stats":
-      return sendJson(res, 200, { requests: stats.requests })
+      return sendJson(res, 200, { requests: state.stats.requests })
+    case "GET /requests":
+      return sendJson(res, 200, state.requests)
     case "GET /v1/models":
       return sendJson(res, 200, {
         object: "list",
         data: [{ id: EchoModel, object: "model", created: 0, owned_by: "swarmplane" }],
       })
-    case "POST /v1/chat/completions":
-      return chat(res, await readJson(req))
-    case "POST /v1/completions":
-      return completion(res, await readJson(req))
+    case "POST /v1/chat/completions": {
+      const body = await readJson(req)
+      if (!injectFailure(res, state)) log(state, chat(res, body))
+      return
+    }
+    case "POST /v1/completions": {
+      const body = await readJson(req)
+      if (!injectFailure(res, state)) log(state, completion(res, body))
+      return
+    }
     default:
       throw new RequestError(404, `no route ${route}`, null, "not_found_error")
   }
 }
 
+/** With probability `failRate`, answer 429 (with `Retry-After: 0`) or 500 instead; true if it did. */
+function injectFailure(res: ServerResponse, state: State): boolean {
+  if (state.failRate <= 0 || state.random() >= state.failRate) return false
+  if (state.random() < 0.5) {
+    const body = {
+      error: { message: "injected: too many requests", type: "rate_limit_error", param: null, code: null },
+    }
+    sendJson(res, 429, body, { "retry-after": "0" })
+  } else {
+    const body = {
+      error: { message: "injected: internal error", type: "server_error", param: null, code: null },
+    }
+    sendJson(res, 500, body)
+  }
+  return true
+}
+
+function log(state: State, prompts: string[]): void {
+  state.requests.push(...prompts)
+  if (state.requests.length > maxLoggedPrompts) state.requests.splice(0, maxLoggedPrompts / 10)
+}
+
+/** A small seedable PRNG (mulberry32): uniform in [0, 1). */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
 type Body = Record<string, unknown>
 
-function chat(res: ServerResponse, body: Body): void {
+/** Answers a chat completion; returns the prompt it answered (the last user message). */
+function chat(res: ServerResponse, body: Body): string[] {
   const messages = body.messages
   if (!Array.isArray(messages) || messages.length === 0)
     throw new RequestError(400, "messages: must be a non-empty array of chat messages", "messages")
@@ -94,7 +164,7 @@ function chat(res: ServerResponse, body: Body): void {
     const message = { role: "assistant", content: reply.text }
     const choices = [{ index: 0, message, logprobs: null, finish_reason: reply.finish }]
     sendJson(res, 200, { ...meta, object: "chat.completion", choices, usage })
-    return
+    return [prompt]
   }
   const chunk = (delta: Body, finish: string | null) => ({
     ...meta,
@@ -107,9 +177,11 @@ function chat(res: ServerResponse, body: Body): void {
     chunk({}, reply.finish),
     ...(wantsUsage(body) ? [{ ...meta, object: "chat.completion.chunk", choices: [], usage }] : []),
   ])
+  return [prompt]
 }
 
-function completion(res: ServerResponse, body: Body): void {
+/** Answers a text completion; returns the prompts it answered. */
+function completion(res: ServerResponse, body: Body): string[] {
   const prompts = typeof body.prompt === "string" ? [body.prompt] : body.prompt
   if (!Array.isArray(prompts) || prompts.length === 0 || !prompts.every((p) => typeof p === "string"))
     throw new RequestError(400, "prompt: must be a string or a non-empty array of strings", "prompt")
@@ -124,7 +196,7 @@ function completion(res: ServerResponse, body: Body): void {
       finish_reason: r.finish,
     }))
     sendJson(res, 200, { ...meta, object: "text_completion", choices, usage })
-    return
+    return prompts
   }
   const chunk = (index: number, text: string, finish: string | null) => ({
     ...meta,
@@ -138,6 +210,7 @@ function completion(res: ServerResponse, body: Body): void {
     ]),
     ...(wantsUsage(body) ? [{ ...meta, object: "text_completion", choices: [], usage }] : []),
   ])
+  return prompts
 }
 
 /** Text of a chat message content: a string, or the text parts of a multi-part content array. */
@@ -207,9 +280,18 @@ async function readJson(req: IncomingMessage): Promise<Body> {
   return parsed
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body)
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  })
   res.end(text)
 }
 

@@ -1,9 +1,11 @@
 /**
- * `swarmplane-agent`: the worker agent (`worker`), the echo model server (`echo-server`) and the
- * standalone swarm router (`router`). `main` returns the exit code; the bin launcher exits with it.
+ * `swarmplane-agent`: the worker agent (`worker`), the echo model server (`echo-server`), the
+ * standalone swarm router (`router`) and the batch inference runner of a job's tasks (`run-batch`).
+ * `main` returns the exit code; the bin launcher exits with it.
  */
 import { readFileSync } from "node:fs"
 import { controlPlane } from "./api-client"
+import { runBatchCommand } from "./batch/command"
 import { parseEchoServer, parseRouter, parseWorker, UsageError } from "./cli"
 import { createEchoServer } from "./echo-server"
 import { stderrLogger } from "./logger"
@@ -18,6 +20,7 @@ Usage:
   swarmplane-agent worker --api URL --backend ID [options]   register and run assigned work
   swarmplane-agent echo-server [--port P] [--host H]         an OpenAI-compatible echo model server
   swarmplane-agent router --upstream URL... [--port P]       a round-robin router over replicas
+  swarmplane-agent run-batch --input F --output DIR [opts]   run one shard of a batch inference job
   swarmplane-agent <command> --help                          options of one command
 `
 
@@ -47,10 +50,13 @@ Examples:
 const echoHelp = `swarmplane-agent echo-server: an OpenAI-compatible server that echoes the last user message
 
 Options:
-  --port P   port to listen on (default: $PORT, else a free port)
-  --host H   address to listen on (default: $HOST, else 127.0.0.1)
+  --port P        port to listen on (default: $PORT, else a free port)
+  --host H        address to listen on (default: $HOST, else 127.0.0.1)
+  --fail-rate R   for tests: answer this fraction (0..1) of completions with 429 or 500 (default 0)
+  --seed N        seed of those failures, for a reproducible sequence
 
-Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions, POST /v1/completions, GET /stats
+Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions, POST /v1/completions, GET /stats,
+GET /requests (the prompts answered successfully, in order)
 
 Example:
   swarmplane-agent echo-server --port 8000
@@ -77,6 +83,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         return await runEchoServer(args, env)
       case "router":
         return await runRouter(args, env)
+      case "run-batch":
+        return await runBatchCommand(args, env)
       case undefined:
         process.stderr.write(usage)
         return 2
@@ -85,7 +93,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       case "-h":
         return help(usage)
       default:
-        throw new UsageError(`unknown command "${command}"; the commands are worker, echo-server and router`)
+        throw new UsageError(
+          `unknown command "${command}"; the commands are worker, echo-server, router and run-batch`,
+        )
     }
   } catch (error) {
     const prefix = command && command !== "help" ? `swarmplane-agent ${command}` : "swarmplane-agent"
@@ -135,7 +145,7 @@ async function runWorker(args: string[], env: NodeJS.ProcessEnv): Promise<number
 async function runEchoServer(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const config = parseEchoServer(args, env)
   if (config === "help") return help(echoHelp)
-  const echo = createEchoServer()
+  const echo = createEchoServer({ failRate: config.failRate, seed: config.seed })
   const port = await echo.listen(config.port, config.host)
   process.stdout.write(`listening on ${httpUrl(shownHost(config.host), port)}\n`)
   await untilSignal()

@@ -24,11 +24,19 @@ export interface ProcessSpec {
   defaults?: Record<string, string>
   /** For replicas: the port it must serve on, passed as `PORT`. */
   port?: number
+  /** Where the work may write its progress counters (`SWARMPLANE_PROGRESS_FILE`). */
+  progressFile?: string
   cwd?: string
 }
 
 /** The program name that stands for this agent in a command. */
 export const AgentProgram = "swarmplane-agent"
+
+/**
+ * The file where an attempt may keep its progress, as JSON `{ total?, done, failed?, retries? }`
+ * (the batch runner does): the agent reads it on each heartbeat and reports the counters.
+ */
+export const ProgressVariable = "SWARMPLANE_PROGRESS_FILE"
 
 /** The variable that carries the agent's API token; it never reaches the work the agent runs. */
 export const TokenVariable = "SWARMPLANE_TOKEN"
@@ -56,6 +64,7 @@ export function attemptEnv(base: NodeJS.ProcessEnv, spec: ProcessSpec): Record<s
   delete env[TokenVariable]
   Object.assign(env, spec.defaults, spec.env)
   env.ATTEMPT_UID = spec.attemptUid
+  if (spec.progressFile) env[ProgressVariable] = spec.progressFile
   if (spec.port !== undefined) env.PORT = String(spec.port)
   return env
 }

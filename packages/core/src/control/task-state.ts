@@ -228,7 +228,13 @@ function withLast(task: Task, patch: Partial<Attempt>): Attempt[] {
  */
 export function noteServing(
   task: Task,
-  report: { attemptUid: string; endpoint?: string; ready?: boolean; target?: string },
+  report: {
+    attemptUid: string
+    endpoint?: string
+    ready?: boolean
+    target?: string
+    progress?: Attempt["progress"]
+  },
   nowIso: string,
 ): Applied {
   const current = currentAttempt(task)
@@ -237,8 +243,11 @@ export function noteServing(
     ...(report.ready !== undefined ? { ready: report.ready } : {}),
     ...(report.endpoint !== undefined ? { endpoint: report.endpoint } : {}),
     ...(report.target !== undefined ? { target: report.target } : {}),
+    ...(report.progress !== undefined ? { progress: report.progress } : {}),
   }
-  const same = Object.entries(patch).every(([k, v]) => current[k as keyof Attempt] === v)
+  const same = Object.entries(patch).every(
+    ([k, v]) => JSON.stringify(current[k as keyof Attempt]) === JSON.stringify(v),
+  )
   if (same) return unchanged(task)
   return {
     task: { ...task, attempts: withLast(task, patch), updatedAt: nowIso },

@@ -110,11 +110,19 @@ export const SlurmBackendConfig = z
       .strict()
       .default({ launcher: "none", extraArgs: [] })
       .describe("Container launcher for jobs that name an image."),
+    agentCommand: z
+      .array(z.string().max(Limits.scriptLineLength))
+      .min(1)
+      .max(64)
+      .default(["swarmplane-agent"])
+      .describe(
+        'How the cluster runs the agent\'s program (`npm run build:agent` makes it one file): it replaces a leading `swarmplane-agent` in commands, e.g. `["node", "/shared/swarmplane-agent.mjs"]`.',
+      ),
     routerCommand: z
       .array(z.string().max(Limits.scriptLineLength))
       .max(64)
       .optional()
-      .describe("Command of the swarm router job; the agent's router when absent."),
+      .describe("Command of the swarm router job; the agent's `router` when absent."),
     outputDir: z
       .string()
       .min(1)

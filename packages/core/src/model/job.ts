@@ -19,90 +19,179 @@ import {
 import { Limits } from "./limits"
 import { AttemptState, JobStatus, Priority, TaskState } from "./states"
 
-export const JobSpec = z
+/** A batch inference job: rows of a dataset sent to the swarm's endpoint, sharded over the tasks. */
+export const BatchSpec = z
   .object({
-    name: Name.default("job").describe("Job name (not unique; the id is). A DNS label."),
-    swarm: Name.optional().describe(
-      "Swarm whose endpoint the tasks call; it reaches them as `SWARM_ENDPOINT`.",
-    ),
-    backendId: Name.optional().describe(
-      "Backend to run on; the swarm's, or the project's only backend, when absent.",
-    ),
-    image: Image.optional().describe("Container image; the backend's default runtime when absent."),
-    command: Command.describe(
-      'Command as an argv array, e.g. `["python", "infer.py"]`; no shell unless you write `["sh", "-c", "..."]`.',
-    ),
-    env: Env.default({}).describe(
-      "Environment of every task, besides `SHARD_ID`, `NSHARDS`, `SWARM_ENDPOINT`, `ATTEMPT_UID`.",
-    ),
-    resources: Resources.default({ cpu: 1, memoryMiB: 1024, gpu: 0 }).describe("Resources of each task."),
-    constraints: z
-      .array(Constraint)
-      .max(Limits.constraints)
-      .default([])
-      .describe("Attribute selectors every placement must match."),
-    preferences: z
-      .array(Preference)
-      .max(Limits.constraints)
-      .default([])
-      .describe("Soft preferences that rank placements."),
-    tasks: z
+    input: z
+      .string()
+      .min(1)
+      .max(2048)
+      .describe(
+        "Rows to process: a JSONL, CSV or Parquet file, as a path on the machines that run the tasks or an `s3://bucket/key` URL.",
+      ),
+    output: z
+      .string()
+      .min(1)
+      .max(2048)
+      .describe(
+        "Folder for the results: `shard-<n>.jsonl` per shard, and checkpoint parts that a retried shard resumes from.",
+      ),
+    idColumn: z.string().min(1).max(128).default("id").describe("Column with each row's unique id."),
+    promptColumn: z
+      .string()
+      .min(1)
+      .max(128)
+      .default("prompt")
+      .describe("Column with the prompt (a `messages` column is used as is for chat)."),
+    api: z
+      .enum(["chat", "completions"])
+      .default("chat")
+      .describe("`chat` calls `/v1/chat/completions`, `completions` calls `/v1/completions`."),
+    model: z
+      .string()
+      .max(256)
+      .optional()
+      .describe("Model name to send; the endpoint's first model when absent."),
+    maxTokens: z.number().int().min(1).max(1_000_000).optional().describe("`max_tokens` of each request."),
+    concurrency: z.number().int().min(1).max(1024).default(8).describe("Requests in flight per shard."),
+    checkpointEvery: z
       .number()
       .int()
       .min(1)
-      .max(Limits.tasksPerJob)
-      .default(1)
-      .describe(`Number of tasks (shards), 1..${Limits.tasksPerJob}.`),
-    coscheduling: z
-      .object({
-        groupBy: z
-          .string()
-          .max(Limits.attributeKeyLength)
-          .optional()
-          .describe("Attribute all tasks must share (e.g. `rack`); any placement when absent."),
-      })
-      .strict()
-      .optional()
-      .describe("Gang scheduling: all tasks are placed together or none is."),
-    priority: Priority.default("batch").describe("Priority band: `production` > `interactive` > `batch`."),
-    maxRetriesFailure: z
+      .max(1_000_000)
+      .default(100)
+      .describe("Rows per checkpoint part."),
+    shardBy: z
+      .enum(["hash", "range"])
+      .default("hash")
+      .describe("`hash` of the id (stable whatever the order) or contiguous `range`s."),
+    maxRetries: z
       .number()
       .int()
       .min(0)
       .max(100)
-      .default(0)
-      .describe("Retries of a task after it fails."),
-    maxRetriesPreemption: z
-      .number()
-      .int()
-      .min(0)
-      .max(1000)
-      .default(100)
-      .describe("Retries of a task after preemption or worker loss."),
-    maxTaskFailures: z
-      .number()
-      .int()
-      .min(0)
-      .max(Limits.tasksPerJob)
-      .default(0)
-      .describe("Failed tasks the job tolerates before it fails."),
-    schedulingTimeoutS: z
-      .number()
-      .int()
-      .min(1)
-      .max(30 * 86_400)
-      .optional()
-      .describe("A task not placed within this time becomes UNSCHEDULABLE."),
-    timeLimitS: z
-      .number()
-      .int()
-      .min(1)
-      .max(30 * 86_400)
-      .optional()
-      .describe("Wall-clock limit of each attempt."),
-    labels: Labels.default({}).describe("Free-form labels."),
+      .default(8)
+      .describe("Retries of a request on 429, 5xx and timeouts, with exponential backoff."),
   })
   .strict()
+  .openapi("BatchSpec")
+export type BatchSpec = z.infer<typeof BatchSpec>
+
+/** The command a batch job's tasks run: the agent's batch runner with the spec as flags. */
+export function batchCommand(b: BatchSpec): string[] {
+  return [
+    "swarmplane-agent",
+    "run-batch",
+    "--input",
+    b.input,
+    "--output",
+    b.output,
+    "--id-column",
+    b.idColumn,
+    "--prompt-column",
+    b.promptColumn,
+    "--api",
+    b.api,
+    "--concurrency",
+    String(b.concurrency),
+    "--checkpoint-every",
+    String(b.checkpointEvery),
+    "--shard-by",
+    b.shardBy,
+    "--max-retries",
+    String(b.maxRetries),
+    ...(b.model ? ["--model", b.model] : []),
+    ...(b.maxTokens ? ["--max-tokens", String(b.maxTokens)] : []),
+  ]
+}
+
+const JobFields = z.object({
+  name: Name.default("job").describe("Job name (not unique; the id is). A DNS label."),
+  swarm: Name.optional().describe(
+    "Swarm whose endpoint the tasks call; it reaches them as `SWARM_ENDPOINT`.",
+  ),
+  backendId: Name.optional().describe(
+    "Backend to run on; the swarm's, or the project's only backend, when absent.",
+  ),
+  image: Image.optional().describe("Container image; the backend's default runtime when absent."),
+  command: Command.describe(
+    'Command as an argv array, e.g. `["python", "infer.py"]`; no shell unless you write `["sh", "-c", "..."]`.',
+  ),
+  env: Env.default({}).describe(
+    "Environment of every task, besides `SHARD_ID`, `NSHARDS`, `SWARM_ENDPOINT`, `ATTEMPT_UID`.",
+  ),
+  resources: Resources.default({ cpu: 1, memoryMiB: 1024, gpu: 0 }).describe("Resources of each task."),
+  constraints: z
+    .array(Constraint)
+    .max(Limits.constraints)
+    .default([])
+    .describe("Attribute selectors every placement must match."),
+  preferences: z
+    .array(Preference)
+    .max(Limits.constraints)
+    .default([])
+    .describe("Soft preferences that rank placements."),
+  tasks: z
+    .number()
+    .int()
+    .min(1)
+    .max(Limits.tasksPerJob)
+    .default(1)
+    .describe(`Number of tasks (shards), 1..${Limits.tasksPerJob}.`),
+  coscheduling: z
+    .object({
+      groupBy: z
+        .string()
+        .max(Limits.attributeKeyLength)
+        .optional()
+        .describe("Attribute all tasks must share (e.g. `rack`); any placement when absent."),
+    })
+    .strict()
+    .optional()
+    .describe("Gang scheduling: all tasks are placed together or none is."),
+  priority: Priority.default("batch").describe("Priority band: `production` > `interactive` > `batch`."),
+  maxRetriesFailure: z
+    .number()
+    .int()
+    .min(0)
+    .max(100)
+    .default(0)
+    .describe("Retries of a task after it fails."),
+  maxRetriesPreemption: z
+    .number()
+    .int()
+    .min(0)
+    .max(1000)
+    .default(100)
+    .describe("Retries of a task after preemption or worker loss."),
+  maxTaskFailures: z
+    .number()
+    .int()
+    .min(0)
+    .max(Limits.tasksPerJob)
+    .default(0)
+    .describe("Failed tasks the job tolerates before it fails."),
+  schedulingTimeoutS: z
+    .number()
+    .int()
+    .min(1)
+    .max(30 * 86_400)
+    .optional()
+    .describe("A task not placed within this time becomes UNSCHEDULABLE."),
+  timeLimitS: z
+    .number()
+    .int()
+    .min(1)
+    .max(30 * 86_400)
+    .optional()
+    .describe("Wall-clock limit of each attempt."),
+  labels: Labels.default({}).describe("Free-form labels."),
+  batch: BatchSpec.optional().describe(
+    "Batch inference: the tasks run the batch runner over `input` against the swarm; `command` is built from it.",
+  ),
+})
+
+export const JobSpec = JobFields.strict()
   .superRefine((spec, ctx) => {
     bytesAtMost(Limits.specBytes)(spec, ctx)
     if (spec.maxTaskFailures > spec.tasks)
@@ -114,6 +203,45 @@ export const JobSpec = z
   })
   .openapi("JobSpec")
 export type JobSpec = z.infer<typeof JobSpec>
+
+/**
+ * What `POST /v1/jobs` takes: a job spec whose `command` may be left out when `batch` builds it.
+ * A batch job needs a swarm (its endpoint is where the rows go).
+ */
+export const JobRequest = JobFields.extend({
+  command: Command.optional().describe(
+    "Command as an argv array; built from `batch` when that is given, required otherwise.",
+  ),
+})
+  .strict()
+  .superRefine((spec, ctx) => {
+    bytesAtMost(Limits.specBytes)(spec, ctx)
+    if (!spec.command && !spec.batch)
+      ctx.addIssue({
+        code: "custom",
+        path: ["command"],
+        message: 'is required: send a command such as ["python", "infer.py"], or a `batch` block',
+      })
+    if (spec.batch && !spec.swarm)
+      ctx.addIssue({
+        code: "custom",
+        path: ["swarm"],
+        message: "is required for a batch job: name the swarm whose endpoint serves the rows",
+      })
+    if (spec.maxTaskFailures > spec.tasks)
+      ctx.addIssue({
+        code: "custom",
+        path: ["maxTaskFailures"],
+        message: `must not exceed tasks (${spec.tasks})`,
+      })
+  })
+  .openapi("JobRequest")
+export type JobRequest = z.infer<typeof JobRequest>
+
+/** The stored spec of a request: a batch job's command is its runner's. */
+export function specOf(request: JobRequest): JobSpec {
+  return { ...request, command: request.command ?? batchCommand(request.batch!) }
+}
 
 export const Attempt = z
   .object({
@@ -137,6 +265,15 @@ export const Attempt = z
       ),
     endpoint: z.string().optional().describe("Where a replica or router listens, once it does."),
     ready: z.boolean().optional().describe("For replicas and routers: the health check passes."),
+    progress: z
+      .object({
+        total: z.number().int().optional().describe("Items in all, when known."),
+        done: z.number().int().describe("Items done."),
+        failed: z.number().int().describe("Items that failed for good."),
+        retries: z.number().int().optional().describe("Requests retried so far."),
+      })
+      .optional()
+      .describe("What the attempt reported of its work (rows of a batch shard)."),
     createdAt: Timestamp.describe("When the attempt was minted."),
     startedAt: Timestamp.optional().describe("When it started running."),
     finishedAt: Timestamp.optional().describe("When it ended."),

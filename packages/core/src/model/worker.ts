@@ -57,6 +57,17 @@ export const Worker = z
   .openapi("Worker")
 export type Worker = z.infer<typeof Worker>
 
+/** Counters an attempt reports of its own work (rows of a batch shard). */
+export const Progress = z
+  .object({
+    total: z.number().int().min(0).optional().describe("Items in all, when known."),
+    done: z.number().int().min(0).describe("Items done."),
+    failed: z.number().int().min(0).describe("Items that failed for good."),
+    retries: z.number().int().min(0).optional().describe("Requests retried so far."),
+  })
+  .strict()
+  .openapi("Progress")
+
 /** What an agent reports of one attempt it knows of. */
 export const ObservedAttempt = z
   .object({
@@ -74,6 +85,9 @@ export const ObservedAttempt = z
       .optional()
       .describe("`http://host:port` where a replica or router listens."),
     ready: z.boolean().optional().describe("For replicas and routers: the health check passes."),
+    progress: Progress.optional().describe(
+      "Counters the work reports (the batch runner does), sent when they changed.",
+    ),
     logTail: z
       .string()
       .max(32 * 1024)

@@ -37,7 +37,16 @@ const LogRetentionDays = 7
 /** An outcome for one task, or a note of where a live replica listens. */
 export type TaskReport =
   | { index: number; outcome: Outcome }
-  | { index: number; serving: { attemptUid: string; endpoint?: string; ready?: boolean; target?: string } }
+  | {
+      index: number
+      serving: {
+        attemptUid: string
+        endpoint?: string
+        ready?: boolean
+        target?: string
+        progress?: Task["attempts"][number]["progress"]
+      }
+    }
 
 export interface LogRecord {
   attemptUid: string

@@ -4,7 +4,7 @@ import { createBackend } from "../../backends/registry"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
-import { Job, JobDetail, JobListQuery, JobSpec, Task } from "../../model/job"
+import { Job, JobDetail, JobListQuery, JobRequest, specOf, Task } from "../../model/job"
 import { withPendingReason } from "../../store/jobs"
 import { Keys } from "../../store/keys"
 import { NotFoundError, VisibleError } from "../../util/errors"
@@ -45,13 +45,13 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
       summary: "Submit a job",
       description: "Answers 202 with the job (status PENDING); its tasks are scheduled by the control loop.",
       security,
-      request: { headers: idempotencyHeader, body: jsonBody(JobSpec, "The job spec.") },
+      request: { headers: idempotencyHeader, body: jsonBody(JobRequest, "The job spec.") },
       responses: { 202: jsonResponse(Job, "Accepted."), ...errors(400, 401, 403, 409, 422) },
     }),
     async (c) => {
       const caller = c.get("caller")
       requireRole(caller, "write")
-      const spec = c.req.valid("json")
+      const spec = specOf(c.req.valid("json"))
       let backendId = spec.backendId
       if (spec.swarm) {
         const swarm = await deps.repos.swarms.get(caller.project, spec.swarm)

@@ -126,11 +126,9 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
       const assignments: ScheduleResult["assignments"] = []
       for (const refs of byJob.values()) {
         const name = `${JOB_NAME_PREFIX}${newId("s", rt().clock.now())}`
-        refs
-          .sort((a, b) => a.task.data.index - b.task.data.index)
-          .forEach((ref, index) =>
-            assignments.push({ ref, attemptUid: request.mintAttemptUid(), submission: `${name}#${index}` }),
-          )
+        const ordered = refs.sort((a, b) => a.task.data.index - b.task.data.index)
+        for (const [index, ref] of ordered.entries())
+          assignments.push({ ref, attemptUid: request.mintAttemptUid(), submission: `${name}#${index}` })
       }
       return { assignments, preemptions: [], pendingReasons: new Map() }
     },

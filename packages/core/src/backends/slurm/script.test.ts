@@ -64,6 +64,21 @@ describe("sbatch scripts", () => {
     expect(script).toContain("#SBATCH --array=0")
   })
 
+  test("a leading swarmplane-agent runs as the cluster's agentCommand (a batch job's runner)", () => {
+    const command = ["swarmplane-agent", "run-batch", "--input", "in.jsonl"]
+    expect(sbatchScript(config, { ...base, command })).toContain(
+      "exec swarmplane-agent run-batch --input in.jsonl",
+    )
+    const built = BackendConfig.parse({
+      ...config,
+      agentCommand: ["node", "/shared/swarmplane agent.mjs"],
+    }) as BackendConfigOf<"slurm">
+    expect(sbatchScript(built, { ...base, command })).toContain(
+      "exec node '/shared/swarmplane agent.mjs' run-batch --input in.jsonl",
+    )
+    expect(sbatchScript(built, base)).toContain("exec python infer.py --in 'a b'")
+  })
+
   test("images run through the configured launcher", () => {
     const apptainer = BackendConfig.parse({
       ...config,

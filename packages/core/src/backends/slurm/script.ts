@@ -63,6 +63,11 @@ function ranges(indexes: number[]): string {
   return out.join(",")
 }
 
+/** A command with a leading `swarmplane-agent` replaced by how the cluster runs the agent. */
+export function agentArgv(config: SlurmConfig, command: string[]): string[] {
+  return command[0] === "swarmplane-agent" ? [...config.agentCommand, ...command.slice(1)] : command
+}
+
 function launcher(config: SlurmConfig, image: string | undefined, command: string[]): string[] {
   if (!image || config.container.launcher === "none") return command
   if (config.container.launcher === "apptainer")
@@ -104,7 +109,7 @@ export function sbatchScript(config: SlurmConfig, sub: Submission): string {
     `export NSHARDS=${sub.nshards}`,
     ...Object.entries(sub.env).map(([k, v]) => `export ${k}=${sh(v)}`),
     ...config.setup,
-    `exec ${launcher(config, sub.image, sub.command).map(sh).join(" ")}`,
+    `exec ${launcher(config, sub.image, agentArgv(config, sub.command)).map(sh).join(" ")}`,
     "",
   ]
   return lines.join("\n")

@@ -12,7 +12,7 @@ import type { Swarm } from "../../model/swarm"
 import type { Runtime } from "../../runtime"
 import type { ServingStatus } from "../protocol"
 import { mapSlurmState, parseSqueue, SQUEUE_FORMAT } from "./parse"
-import { outputDirOf, sh } from "./script"
+import { agentArgv, outputDirOf, sh } from "./script"
 import type { ExecResult } from "./ssh"
 
 type SlurmConfig = BackendConfigOf<"slurm">
@@ -80,7 +80,7 @@ export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string): 
     `export PORT=${freePort} HOST=0.0.0.0 MODEL=${sh(swarm.model)}`,
     ...Object.entries(swarm.env).map(([k, v]) => `export ${k}=${sh(v)}`),
     ...config.setup,
-    `${replicaCommand(swarm).map(word).join(" ")} &`,
+    `${agentArgv(config, replicaCommand(swarm)).map(word).join(" ")} &`,
     "server=$!",
     `addr=${sh(dir)}/${name}_$SLURM_ARRAY_TASK_ID.addr`,
     `until curl -sf -o /dev/null "http://127.0.0.1:$PORT${swarm.healthPath}"; do kill -0 $server 2>/dev/null || exit 1; sleep 1; done`,
@@ -92,7 +92,7 @@ export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string): 
 
 export function routerScript(config: SlurmConfig, swarm: Swarm, name: string, replicas: string): string {
   const dir = outputDirOf(config)
-  const command = config.routerCommand ?? ["swarmplane-agent", "router"]
+  const command = config.routerCommand ?? agentArgv(config, ["swarmplane-agent", "router"])
   return [
     ...header(config, swarm, name, ["#SBATCH --cpus-per-task=1", "#SBATCH --mem=256M"]),
     "",

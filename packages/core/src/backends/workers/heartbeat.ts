@@ -87,10 +87,15 @@ export async function heartbeat(
     const list = reports.get(job.id) ?? []
     const outcome = outcomeOf(item.data, seen, job.serving !== undefined)
     if (outcome) list.push({ index: item.data.index, outcome })
-    if (seen.endpoint !== undefined || seen.ready !== undefined)
+    if (seen.endpoint !== undefined || seen.ready !== undefined || seen.progress !== undefined)
       list.push({
         index: item.data.index,
-        serving: { attemptUid: seen.attemptUid, endpoint: seen.endpoint, ready: seen.ready },
+        serving: {
+          attemptUid: seen.attemptUid,
+          endpoint: seen.endpoint,
+          ready: seen.ready,
+          progress: seen.progress,
+        },
       })
     reports.set(job.id, list)
     if (seen.logTail !== undefined)

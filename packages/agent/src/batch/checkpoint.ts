@@ -1,0 +1,196 @@
+/**
+ * The durable state of a shard: parts of finished rows under `DIR/shard-<ID>/`, each written whole
+ * (to a `.tmp` file, fsync'd, renamed, directory fsync'd) so a part that exists is complete. Parts of
+ * every attempt stay side by side (`part-<runId>-<seq>.jsonl`); reading them all tells which rows are
+ * done, and merging them gives `DIR/shard-<ID>.jsonl`.
+ *
+ * Which write wins for an id seen more than once: the one finished last (`finishedAt`, then the later
+ * part in name order and the later line), except that a response is never replaced by an error (an
+ * error row is only ever retried, so an error after a response can only come from a stray concurrent
+ * attempt, and it must not erase a result).
+ */
+import { randomBytes } from "node:crypto"
+import { createReadStream } from "node:fs"
+import { mkdir, open, readdir, rename, rm } from "node:fs/promises"
+import { dirname, join } from "node:path"
+import { createInterface } from "node:readline"
+import type { RowError } from "./client"
+
+/** One line of a part and of the merged output. */
+export interface ResultRow {
+  id: string
+  /** The body sent (null when the row had nothing to send). */
+  request: unknown
+  /** The endpoint's answer, null on error. */
+  response: unknown
+  /** `response.usage`, when the endpoint reported it. */
+  usage: unknown
+  /** Why the row failed for good, null when it has a response. */
+  error: RowError | null
+  finishedAt: string
+}
+
+/** What the parts say about one id: the winning line, and whether it has a response. */
+export interface Winner {
+  ok: boolean
+  finishedAt: string
+  /** The winning line's text (kept only when reading for a merge). */
+  line?: string
+}
+
+const PartName = /^part-(.+)-(\d+)\.jsonl$/
+
+export const shardDir = (output: string, shardId: number) => join(output, `shard-${shardId}`)
+export const mergedFile = (output: string, shardId: number) => join(output, `shard-${shardId}.jsonl`)
+
+/** `part-<runId>-<seq>.jsonl`, with the sequence zero-padded so names sort in write order. */
+export function partName(runId: string, seq: number): string {
+  return `part-${runId}-${String(seq).padStart(6, "0")}.jsonl`
+}
+
+/** A run id safe in a file name: the attempt uid with anything but [A-Za-z0-9._-] replaced by `_`. */
+export function runIdOf(attemptUid: string | undefined): string {
+  const clean = attemptUid?.replace(/[^A-Za-z0-9._-]/g, "_")
+  return clean || `local${randomBytes(6).toString("hex")}`
+}
+
+/** Does `candidate` (read after `current`) replace it? See the module header. */
+export function wins(candidate: Winner, current: Winner | undefined): boolean {
+  if (!current) return true
+  if (candidate.ok !== current.ok) return candidate.ok
+  return candidate.finishedAt >= current.finishedAt
+}
+
+/** The parts in a shard directory, in name order (none when it does not exist yet). */
+export async function listParts(dir: string): Promise<string[]> {
+  const names = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return [] as string[]
+    throw error
+  })
+  return names.filter((n) => PartName.test(n)).sort()
+}
+
+/** The next sequence number for `runId`: after its highest part, so a rerun never overwrites one. */
+export function nextSeq(parts: readonly string[], runId: string): number {
+  let max = 0
+  for (const name of parts) {
+    const m = PartName.exec(name)
+    if (m?.[1] === runId) max = Math.max(max, Number(m[2]))
+  }
+  return max + 1
+}
+
+/**
+ * Read every part of a shard: the winner per id. Lines that do not parse are counted, not fatal
+ * (parts are written whole, so there should be none).
+ */
+export async function readParts(
+  dir: string,
+  { keepLines = false } = {},
+): Promise<{ winners: Map<string, Winner>; parts: string[]; unreadable: number }> {
+  const parts = await listParts(dir)
+  const winners = new Map<string, Winner>()
+  let unreadable = 0
+  for (const name of parts) {
+    const lines = createInterface({ input: createReadStream(join(dir, name)), crlfDelay: Infinity })
+    for await (const line of lines) {
+      if (!line.trim()) continue
+      const row = parseResult(line)
+      if (!row) {
+        unreadable++
+        continue
+      }
+      const candidate: Winner = { ok: row.error === null, finishedAt: row.finishedAt }
+      if (keepLines) candidate.line = line
+      if (wins(candidate, winners.get(row.id))) winners.set(row.id, candidate)
+    }
+  }
+  return { winners, parts, unreadable }
+}
+
+function parseResult(line: string): Pick<ResultRow, "id" | "error" | "finishedAt"> | undefined {
+  try {
+    const v: unknown = JSON.parse(line)
+    if (typeof v !== "object" || v === null) return undefined
+    const { id, error, finishedAt } = v as Record<string, unknown>
+    if (typeof id !== "string" || typeof finishedAt !== "string") return undefined
+    return { id, error: error === null || error === undefined ? null : (error as RowError), finishedAt }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Write a file whole: to `<path>.<pid>.tmp`, fsync, rename over `path`, fsync the directory. A reader
+ * sees the old file or the new one, never a part of one, and the rename survives a crash.
+ */
+export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`
+  const file = await open(tmp, "w")
+  try {
+    await file.writeFile(text)
+    await file.sync()
+  } catch (error) {
+    await file.close().catch(() => {})
+    await rm(tmp, { force: true })
+    throw error
+  }
+  await file.close()
+  await rename(tmp, path)
+  await syncDir(dirname(path))
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, "r").catch(() => undefined)
+  // Some file systems refuse fsync on a directory; the rename is then as durable as they make it.
+  await handle?.sync().catch(() => {})
+  await handle?.close()
+}
+
+/** Writes this run's parts, numbered on from what is already there. */
+export class PartWriter {
+  private seq: number
+
+  constructor(
+    readonly dir: string,
+    readonly runId: string,
+    firstSeq: number,
+  ) {
+    this.seq = firstSeq
+  }
+
+  /** Write `rows` as the next part; returns its file name. */
+  async write(rows: readonly ResultRow[]): Promise<string> {
+    await mkdir(this.dir, { recursive: true })
+    const name = partName(this.runId, this.seq++)
+    await writeFileAtomic(join(this.dir, name), rows.map((r) => `${JSON.stringify(r)}\n`).join(""))
+    return name
+  }
+}
+
+/**
+ * Merge every part of the shard into `DIR/shard-<ID>.jsonl`: one line per id of `order` (the shard's
+ * ids in input order) that has a result, the winner of each. Ids in parts but not in `order` (an
+ * input that changed between attempts) are left out and counted.
+ */
+export async function mergeParts(
+  output: string,
+  shardId: number,
+  order: readonly string[],
+): Promise<{ file: string; rows: number; done: number; failed: number; missing: number; stale: number }> {
+  const { winners } = await readParts(shardDir(output, shardId), { keepLines: true })
+  const lines: string[] = []
+  let done = 0
+  let failed = 0
+  for (const id of order) {
+    const w = winners.get(id)
+    if (!w?.line) continue
+    lines.push(`${w.line}\n`)
+    if (w.ok) done++
+    else failed++
+    winners.delete(id)
+  }
+  const file = mergedFile(output, shardId)
+  await writeFileAtomic(file, lines.join(""))
+  return { file, rows: lines.length, done, failed, missing: order.length - lines.length, stale: winners.size }
+}

@@ -1,0 +1,64 @@
+/**
+ * The progress of one shard, as JSON: `DIR/shard-<ID>/progress.json`, and the same document in the
+ * file named by `SWARMPLANE_PROGRESS_FILE` when that variable is set (the agent points it at a path
+ * of its own and reads it to report the task's counters). Both are replaced whole (atomic rename) at
+ * the start, at every checkpoint and at the end, so a reader never sees half a document.
+ *
+ * Counters, for the shard's `total` rows: `done` rows have a response (those of earlier attempts
+ * included), `failed` rows were written with an error by this attempt, so `total - done - failed`
+ * are still to do; `skipped` rows were found done in earlier parts and not sent again; `retries`
+ * counts the requests this attempt repeated (429, 5xx, timeouts, connection errors).
+ */
+import { readFile } from "node:fs/promises"
+import { join } from "node:path"
+import { writeFileAtomic } from "./checkpoint"
+
+/** The environment variable that names the extra progress file. */
+export const ProgressFileVariable = "SWARMPLANE_PROGRESS_FILE"
+
+export const ProgressState = ["running", "succeeded", "failed", "stopped"] as const
+export type ProgressState = (typeof ProgressState)[number]
+
+export interface BatchProgress {
+  shardId: number
+  nshards: number
+  /** The attempt (ATTEMPT_UID, or the random id this run chose) that wrote this. */
+  runId: string
+  /** `running`, then `succeeded` (every row has a response), `failed` (some rows failed for good) or
+   * `stopped` (interrupted; the next attempt resumes). */
+  state: ProgressState
+  total: number
+  done: number
+  failed: number
+  retries: number
+  skipped: number
+  /** ISO 8601. */
+  updatedAt: string
+}
+
+export const progressPath = (shardDir: string) => join(shardDir, "progress.json")
+
+/** Write the document to the shard's progress.json and to `extraFile` when given. */
+export async function writeProgress(shardDir: string, progress: BatchProgress, extraFile?: string) {
+  const text = `${JSON.stringify(progress)}\n`
+  await writeFileAtomic(progressPath(shardDir), text)
+  if (extraFile) await writeFileAtomic(extraFile, text)
+}
+
+/**
+ * Read a progress file (for the agent): the document, or undefined when the file does not exist yet
+ * or does not hold one. Never throws.
+ */
+export async function readProgress(file: string): Promise<BatchProgress | undefined> {
+  try {
+    const v: unknown = JSON.parse(await readFile(file, "utf8"))
+    if (typeof v !== "object" || v === null) return undefined
+    const p = v as Record<string, unknown>
+    const counters = ["shardId", "nshards", "total", "done", "failed", "retries", "skipped"] as const
+    if (!counters.every((k) => typeof p[k] === "number")) return undefined
+    if (typeof p.updatedAt !== "string" || !ProgressState.includes(p.state as ProgressState)) return undefined
+    return v as BatchProgress
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * The batch runner of one shard: select its rows, skip those earlier attempts finished, send the rest
+ * to the endpoint with at most `concurrency` requests in flight, write a part every `checkpointEvery`
+ * finished rows, then merge every part into `DIR/shard-<ID>.jsonl` and write `done.json`.
+ *
+ * Steps: 1. select the shard's rows; 2. read the parts to skip done rows; 3. resolve the model;
+ * 4. run the pool, checkpointing; 5. merge, write done.json and the final progress.
+ */
+import { mkdir } from "node:fs/promises"
+import { basename, join } from "node:path"
+import { type Logger, silentLogger } from "../logger"
+import {
+  mergeParts,
+  nextSeq,
+  PartWriter,
+  type ResultRow,
+  readParts,
+  runIdOf,
+  shardDir,
+  writeFileAtomic,
+} from "./checkpoint"
+import { endpointClient, type RetryPolicy, StoppedError } from "./client"
+import { type InputFormat, openSource } from "./input"
+import { type BatchProgress, type ProgressState, writeProgress } from "./progress"
+import { type Api, ApiPath, type BatchRow, MessagesColumn, requestBody } from "./rows"
+import { selectShard } from "./select"
+import type { ShardBy } from "./shard"
+
+export interface BatchConfig {
+  input: string
+  format: InputFormat
+  output: string
+  idColumn: string
+  promptColumn: string
+  shardBy: ShardBy
+  shardId: number
+  nshards: number
+  endpoint: string
+  token?: string
+  api: Api
+  /** Default: the first model of `GET /v1/models`. */
+  model?: string
+  maxTokens?: number
+  concurrency: number
+  requestTimeoutS: number
+  retry: RetryPolicy
+  checkpointEvery: number
+  /** Names this run's parts; a random id when absent. */
+  attemptUid?: string
+  /** Also write the progress document here (`SWARMPLANE_PROGRESS_FILE`). */
+  progressFile?: string
+  /** Test hook: stop like a crash right after the checkpoint that reaches this many done rows. */
+  failAfter?: number
+}
+
+export interface RunOptions {
+  log?: Logger
+  /** Abort to stop: rows in flight are dropped, finished ones written, nothing merged. */
+  signal?: AbortSignal
+  env?: NodeJS.ProcessEnv
+  random?: () => number
+}
+
+/**
+ * How the run ended: `succeeded` (exit 0), `failed` (some rows failed for good; exit 1), `stopped`
+ * by the signal, or `injected` (the `failAfter` hook fired; exit 3).
+ */
+export interface BatchResult {
+  outcome: "succeeded" | "failed" | "stopped" | "injected"
+  progress: BatchProgress
+  /** The merged output, when the run got that far. */
+  merged?: string
+}
+
+export async function runBatch(config: BatchConfig, options: RunOptions = {}): Promise<BatchResult> {
+  const log = options.log ?? silentLogger
+  const dir = shardDir(config.output, config.shardId)
+  const runId = runIdOf(config.attemptUid)
+  const label = `shard ${config.shardId}/${config.nshards}`
+
+  // 1. The shard's rows.
+  const columns = { idColumn: config.idColumn, promptColumn: config.promptColumn }
+  const source = await openSource(config.input, config.format, [...Object.values(columns), MessagesColumn], {
+    env: options.env,
+  })
+  const { rows, inputRows } = await selectShard(
+    source,
+    config.shardBy,
+    { shardId: config.shardId, nshards: config.nshards },
+    columns,
+  ).finally(() => source.close())
+
+  // 2. What earlier attempts finished (rows with an error are tried again).
+  const earlier = await readParts(dir)
+  const todo = rows.filter((r) => !earlier.winners.get(r.id)?.ok)
+  const progress: BatchProgress = {
+    shardId: config.shardId,
+    nshards: config.nshards,
+    runId,
+    state: "running",
+    total: rows.length,
+    done: rows.length - todo.length,
+    failed: 0,
+    retries: 0,
+    skipped: rows.length - todo.length,
+    updatedAt: new Date().toISOString(),
+  }
+  const report = async (state: ProgressState) => {
+    progress.state = state
+    progress.updatedAt = new Date().toISOString()
+    await writeProgress(dir, progress, config.progressFile)
+  }
+  log.info(
+    `${label}: ${rows.length} of ${inputRows} rows (${config.shardBy}), ${progress.skipped} done by earlier attempts, ${todo.length} to do; run ${runId}`,
+  )
+  await mkdir(dir, { recursive: true })
+  await report("running")
+
+  // 3–4. The requests.
+  const stop = new AbortController()
+  const onAbort = () => stop.abort()
+  options.signal?.addEventListener("abort", onAbort, { once: true })
+  let injected = false
+  try {
+    if (todo.length > 0) {
+      const client = endpointClient({
+        endpoint: config.endpoint,
+        token: config.token,
+        timeoutMs: config.requestTimeoutS * 1000,
+        policy: config.retry,
+        signal: stop.signal,
+        onRetry: () => progress.retries++,
+        random: options.random,
+      })
+      const model = config.model ?? (await client.models())[0]
+      if (!model) throw new Error(`${config.endpoint} lists no model; pass --model`)
+      log.info(`${label}: ${config.api} API of ${config.endpoint}, model ${model}`)
+      const writer = new PartWriter(dir, runId, nextSeq(earlier.parts, runId))
+      const send = async (row: BatchRow): Promise<ResultRow> => {
+        const built = requestBody(row, { ...config, model })
+        const finished = (r: Omit<ResultRow, "id" | "finishedAt">): ResultRow => ({
+          id: row.id,
+          ...r,
+          finishedAt: new Date().toISOString(),
+        })
+        if ("error" in built)
+          return finished({
+            request: null,
+            response: null,
+            usage: null,
+            error: { message: built.error, attempts: 0 },
+          })
+        const r = await client.post(ApiPath[config.api], built.body)
+        return r.ok
+          ? finished({ request: built.body, response: r.response, usage: usageOf(r.response), error: null })
+          : finished({ request: built.body, response: null, usage: null, error: r.error })
+      }
+      const buffer: ResultRow[] = []
+      let flushing = Promise.resolve()
+      const flush = async () => {
+        if (injected || buffer.length === 0) return
+        const batch = buffer.splice(0)
+        const name = await writer.write(batch)
+        const before = progress.done
+        for (const r of batch)
+          if (r.error === null) progress.done++
+          else progress.failed++
+        await report("running")
+        log.info(
+          `${label}: ${name}: done ${progress.done}/${progress.total}, failed ${progress.failed}, retries ${progress.retries}`,
+        )
+        const n = config.failAfter
+        if (n !== undefined && before < n && progress.done >= n) {
+          log.warn(`${label}: SWARMPLANE_BATCH_FAIL_AFTER=${n} reached: stopping as if crashed`)
+          injected = true
+          stop.abort()
+        }
+      }
+      const checkpoint = () => {
+        flushing = flushing.then(flush)
+        return flushing
+      }
+      let next = 0
+      const worker = async () => {
+        while (!stop.signal.aborted && next < todo.length) {
+          const row = todo[next++] as BatchRow
+          let result: ResultRow
+          try {
+            result = await send(row)
+          } catch (error) {
+            if (error instanceof StoppedError) return
+            throw error
+          }
+          buffer.push(result)
+          if (buffer.length >= config.checkpointEvery) await checkpoint()
+        }
+      }
+      const workers = Array.from({ length: Math.min(config.concurrency, todo.length) }, () =>
+        worker().catch((error: unknown) => {
+          stop.abort()
+          throw error
+        }),
+      )
+      await Promise.all(workers)
+      await checkpoint()
+    }
+  } catch (error) {
+    // A stop while the model was being looked up; anything else is the run's failure.
+    if (!(error instanceof StoppedError)) throw error
+  } finally {
+    options.signal?.removeEventListener("abort", onAbort)
+  }
+  if (injected) return { outcome: "injected", progress }
+  if (stop.signal.aborted) {
+    await report("stopped")
+    log.warn(`${label}: stopped; ${progress.done}/${progress.total} rows done, the next attempt resumes`)
+    return { outcome: "stopped", progress }
+  }
+
+  // 5. Merge every part (this attempt's and earlier ones'), then record the end.
+  const merged = await mergeParts(
+    config.output,
+    config.shardId,
+    rows.map((r) => r.id),
+  )
+  progress.done = merged.done
+  progress.failed = merged.failed
+  const outcome = merged.done === rows.length ? "succeeded" : "failed"
+  const doneJson = {
+    shardId: config.shardId,
+    nshards: config.nshards,
+    runId,
+    state: outcome,
+    total: rows.length,
+    done: merged.done,
+    failed: merged.failed,
+    output: basename(merged.file),
+    finishedAt: new Date().toISOString(),
+  }
+  await writeFileAtomic(join(dir, "done.json"), `${JSON.stringify(doneJson, null, 2)}\n`)
+  await report(outcome)
+  log.info(
+    `${label}: merged ${merged.rows} rows into ${merged.file}: ${merged.done} done, ${merged.failed} failed`,
+  )
+  return { outcome, progress, merged: merged.file }
+}
+
+function usageOf(response: unknown): unknown {
+  return typeof response === "object" && response !== null && "usage" in response ? response.usage : null
+}
