@@ -1,8 +1,8 @@
 /**
  * The real `swarmplane` binary (`node packages/cli/bin/swarmplane.mjs`, as a child process) against a
  * real local control plane in another process, found through the `local` profile the control plane
- * writes: a swarm up, a sharded job against it, its logs, listings, the swarm down; offline file
- * validation; and the exit codes of usage, auth and not-found errors.
+ * writes: a swarm up, a sharded job against it, its logs, listings, a batch job's submit, the swarm
+ * down; offline file validation; and the exit codes of usage, auth and not-found errors.
  */
 import { spawn } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
@@ -59,7 +59,9 @@ function expectOneLineError(res: Result, code: number, pattern: RegExp) {
   expect(res.stderr).toMatch(pattern)
 }
 
-test("a swarm up, a sharded job against it, its logs, and the swarm down", { timeout: 180_000 }, async () => {
+test("a swarm up, a sharded job against it, its logs, a batch job, and the swarm down", {
+  timeout: 180_000,
+}, async () => {
   const swarmFile = file("swarm.yaml", "name: cli-demo\nmodel: echo\nreplicas: 2\nmemoryMiBPerReplica: 256\n")
 
   // 1. Up, waiting until it serves; a pipe gets only the name, the progress goes to stderr.
@@ -113,7 +115,29 @@ test("a swarm up, a sharded job against it, its logs, and the swarm down", { tim
     ]),
   )
 
-  // 6. Down, waiting until it is STOPPED.
+  // 6. The batch form: the API builds the batch runner's command, with --input made absolute.
+  const batch = await swarmplane([
+    ...["job", "submit", "--swarm", "cli-demo", "--input", "rows.jsonl", "--output-dir", "out"],
+    ...["--shards", "2", "--concurrency", "4", "-o", "json"],
+  ])
+  expect(batch.code, batch.stderr).toBe(0)
+  const created = JSON.parse(batch.stdout)
+  expect(created.spec).toMatchObject({
+    tasks: 2,
+    batch: { input: join(scratch, "rows.jsonl"), concurrency: 4 },
+  })
+  expect(created.spec.command).toEqual(
+    expect.arrayContaining([
+      "run-batch",
+      "--input",
+      join(scratch, "rows.jsonl"),
+      "--output",
+      join(scratch, "out"),
+    ]),
+  )
+  expect((await swarmplane(["job", "cancel", created.id])).code).toBe(0)
+
+  // 7. Down, waiting until it is STOPPED.
   const down = await swarmplane(["down", "cli-demo", "--yes", "--wait", "--timeout", "60"])
   expect(down.code, down.stderr).toBe(0)
   const stopped = await swarmplane(["status", "cli-demo", "-o", "json"])

@@ -1,13 +1,13 @@
 /**
  * Spec files (YAML or JSON) for swarms, jobs and backends: read, parse with positions, tell the kind
  * apart, normalise field names (snake_case, domyn-swarm's swarm format) and validate offline with the
- * same zod schemas and the same wording as the API (`SwarmRequest`, `JobSpec`, `CreateBackendRequest`;
+ * same zod schemas and the same wording as the API (`SwarmRequest`, `JobRequest`, `CreateBackendRequest`;
  * `friendlyMessage` of api/issues.ts). Every error carries the path the user wrote and its line:column.
  */
 import { readFile } from "node:fs/promises"
 import type { z } from "@hono/zod-openapi"
 import { friendlyMessage } from "@swarmplane/core/api/issues"
-import { BackendTypes, CreateBackendRequest, JobSpec, SwarmRequest } from "@swarmplane/core/model/index"
+import { BackendTypes, CreateBackendRequest, JobRequest, SwarmRequest } from "@swarmplane/core/model/index"
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
 import { CliError, ExitCode } from "./errors"
 import { isRecord } from "./http"
@@ -38,7 +38,7 @@ export interface SpecFile {
 
 const schemas: Record<Kind, z.ZodType> = {
   swarm: SwarmRequest,
-  job: JobSpec,
+  job: JobRequest,
   backend: CreateBackendRequest,
 }
 
@@ -108,7 +108,7 @@ export function parseSpec(text: string, file: string, kind?: Kind): SpecFile {
 /** The kind a file's fields suggest. */
 export function detectKind(fields: Record<string, unknown>): Kind | undefined {
   if ("model" in fields) return "swarm"
-  if ("command" in fields) return "job"
+  if ("command" in fields || "batch" in fields) return "job"
   if ("config" in fields) return "backend"
   if (typeof fields.type === "string" && (BackendTypes as readonly string[]).includes(fields.type))
     return "backend"

@@ -68,7 +68,7 @@ describe("exit codes and one-line errors", () => {
     [["job", "list", "-o", "xml"], /argument 'xml' is invalid. Allowed choices are table, json, yaml; see/],
     [
       ["job", "submit", "--tasks", "2", "sh", "-c", "x"],
-      /unknown option '-c'; put the job's command after --/,
+      /unknown option '-c'; see 'swarmplane job submit --help'; the job's own command and its flags go after --/,
     ],
     [["job", "submit", "--tasks", "2"], /^swarmplane: no command to run; put it after --/],
   ])("usage error %j exits 2 on one line", async (argv, message) => {

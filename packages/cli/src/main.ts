@@ -41,7 +41,7 @@ function toCliError(
     const message = oneLine(error.cause.message.replace(/^error: /, "")).replace(/\.$/, "")
     const after =
       /unknown option '-/.test(message) && error.command.endsWith("job submit")
-        ? "put the job's command after --, e.g. swarmplane job submit --tasks 2 -- sh -c 'echo $SHARD_ID'"
+        ? `see '${error.command} --help'; the job's own command and its flags go after --, e.g. swarmplane job submit --tasks 2 -- python infer.py --batch-size 8`
         : `see '${error.command} --help'`
     return new CliError(message, ExitCode.usage, after)
   }

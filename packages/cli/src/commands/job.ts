@@ -1,4 +1,7 @@
-/** Job commands: `job submit`, `job list`, `job cancel`, `job events` (status and logs have their own modules). */
+/**
+ * Job commands: `job submit` (a command, or the batch form: the batch runner over `--input`), `job
+ * list`, `job cancel`, `job events` (status and logs have their own modules).
+ */
 import type { Command } from "commander"
 import { Option } from "commander"
 import { allPages, type JobBody, type JobStatus } from "../client"
@@ -21,15 +24,17 @@ import {
 } from "../kit"
 import { Origins } from "../normalize"
 import { eventTable, jobTable } from "../views"
+import { applyBatch, type BatchFlags, batchOptions, splitOutput, submitOutputOption } from "./job-batch"
 import { jobLogsCommand } from "./job-logs"
 import { jobStatusCommand, watchJob } from "./job-status"
 
 const Statuses: JobStatus[] = ["PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
 
-interface SubmitFlags {
+interface SubmitFlags extends BatchFlags {
   file?: string
   swarm?: string
   tasks?: number
+  shards?: number
   gpus?: number
   gpuType?: string
   cpus?: number
@@ -50,43 +55,50 @@ interface SubmitFlags {
 export function jobCommands(program: Command, ctx: Ctx): void {
   const job = program.command("job").description("submit, follow and cancel batch jobs")
 
-  examples(
-    job
-      .command("submit")
-      .description("submit a job of N tasks (shards); prints its id")
-      .argument("[command...]", "the command of every task, after -- (argv, no shell unless you write sh -c)")
-      .option("-f, --file <file>", "job file, YAML or JSON (- reads stdin); flags override its fields")
-      .option("--swarm <name>", "swarm whose endpoint the tasks call (SWARM_ENDPOINT)")
-      .option("--tasks <n>", "number of tasks; each gets SHARD_ID and NSHARDS", integer(1))
-      .option("--gpus <n>", "GPUs per task", integer(0))
-      .option("--gpu-type <type>", "GPU model per task, e.g. h100")
-      .option("--cpus <n>", "CPU cores per task (fractions allowed)", positive)
-      .option("--memory-mib <mib>", "memory per task, MiB", integer(1))
-      .option("--image <image>", "container image")
-      .option(
-        "-e, --env <KEY=VALUE>",
-        "environment variable (repeatable; KEY alone copies it from here)",
-        collect,
-      )
-      .option("--label <KEY=VALUE>", "label (repeatable)", collect)
-      .option("--backend <id>", "backend to run on")
-      .option("--name <name>", "job name (not unique; the id is)")
-      .addOption(
-        new Option("--priority <band>", "priority band").choices(["production", "interactive", "batch"]),
-      )
-      .option("--max-retries <n>", "retries of a task after it fails", integer(0))
-      .option("--time-limit <seconds>", "wall-clock limit of each attempt", integer(1))
-      .option("--idempotency-key <key>", "makes the submit safe to repeat: the same key returns the same job")
-      .option("--watch", "follow the job until it ends (exit 0 when SUCCEEDED, 8 when FAILED/CANCELLED)")
-      .option("--timeout <seconds>", "with --watch: give up after this long (exit 7)", integer(1))
-      .addOption(outputOption()),
-    [
-      "swarmplane job submit --swarm demo --tasks 4 -- sh -c 'echo shard $SHARD_ID of $NSHARDS'",
-      "swarmplane job submit --tasks 8 --gpus 1 -e HF_TOKEN --image vllm/vllm-openai -- python infer.py",
-      "swarmplane job submit -f job.yaml --watch",
-      "JOB=$(swarmplane job submit --idempotency-key nightly-2024-06-01 -f job.yaml)",
-    ],
-  ).action(async (command: string[], o: SubmitFlags, cmd: Command) => {
+  const submit = job
+    .command("submit")
+    .description(
+      "submit a job of N tasks (shards) running a command, or the batch runner over a dataset (--input); prints its id",
+    )
+    .argument("[command...]", "the command of every task, after -- (argv, no shell unless you write sh -c)")
+    .option("-f, --file <file>", "job file, YAML or JSON (- reads stdin); flags override its fields")
+    .option("--swarm <name>", "swarm whose endpoint the tasks call (SWARM_ENDPOINT)")
+    .option("--tasks <n>", "number of tasks; each gets SHARD_ID and NSHARDS", integer(1))
+    .option(
+      "--shards <n>",
+      "the same as --tasks (for batch jobs: each task runs one shard of the rows)",
+      integer(1),
+    )
+    .option("--gpus <n>", "GPUs per task", integer(0))
+    .option("--gpu-type <type>", "GPU model per task, e.g. h100")
+    .option("--cpus <n>", "CPU cores per task (fractions allowed)", positive)
+    .option("--memory-mib <mib>", "memory per task, MiB", integer(1))
+    .option("--image <image>", "container image")
+    .option(
+      "-e, --env <KEY=VALUE>",
+      "environment variable (repeatable; KEY alone copies it from here)",
+      collect,
+    )
+    .option("--label <KEY=VALUE>", "label (repeatable)", collect)
+    .option("--backend <id>", "backend to run on")
+    .option("--name <name>", "job name (not unique; the id is)")
+    .addOption(
+      new Option("--priority <band>", "priority band").choices(["production", "interactive", "batch"]),
+    )
+    .option("--max-retries <n>", "retries of a task after it fails", integer(0))
+    .option("--time-limit <seconds>", "wall-clock limit of each attempt", integer(1))
+    .option("--idempotency-key <key>", "makes the submit safe to repeat: the same key returns the same job")
+    .option("--watch", "follow the job until it ends (exit 0 when SUCCEEDED, 8 when FAILED/CANCELLED)")
+    .option("--timeout <seconds>", "with --watch: give up after this long (exit 7)", integer(1))
+    .addOption(submitOutputOption())
+  examples(batchOptions(submit), [
+    "swarmplane job submit --swarm demo --tasks 4 -- sh -c 'echo shard $SHARD_ID of $NSHARDS'",
+    "swarmplane job submit --tasks 8 --gpus 1 -e HF_TOKEN --image vllm/vllm-openai -- python infer.py",
+    "swarmplane job submit --swarm demo --input prompts.jsonl --output results --shards 8 --concurrency 16",
+    "swarmplane job submit -f job.yaml --watch",
+    "JOB=$(swarmplane job submit --idempotency-key nightly-2024-06-01 -f job.yaml)",
+  ]).action(async (command: string[], o: SubmitFlags, cmd: Command) => {
+    splitOutput(cmd, o)
     const { format } = common(cmd)
     const base = o.file ? await readSpec(ctx, o.file, "job", "swarmplane job submit") : undefined
     const origins = base?.origins ?? new Origins()
@@ -97,8 +109,11 @@ export function jobCommands(program: Command, ctx: Ctx): void {
       into[field] = value
       origins.set(path, [`--${name}`])
     }
+    if (o.tasks !== undefined && o.shards !== undefined)
+      throw new UsageError("--shards and --tasks are the same: give one", `e.g. --shards ${o.shards}`)
     flag("swarm", o.swarm, "swarm")
     flag("tasks", o.tasks, "tasks")
+    flag("tasks", o.shards, "shards")
     flag("image", o.image, "image")
     flag("backendId", o.backend, "backend")
     flag("name", o.name, "name")
@@ -113,10 +128,11 @@ export function jobCommands(program: Command, ctx: Ctx): void {
     if (o.env) body.env = { ...(body.env as object | undefined), ...pairs(o.env, "--env", ctx.env) }
     if (o.label) body.labels = { ...(body.labels as object | undefined), ...pairs(o.label, "--label", {}) }
     if (command.length) flag("command", command, "command")
-    if (!body.command)
+    applyBatch(body, origins, o, process.cwd())
+    if (!body.command && !body.batch)
       throw new UsageError(
         "no command to run",
-        "put it after --, e.g. swarmplane job submit --tasks 4 -- python infer.py, or give command in a job file (-f)",
+        "put it after --, e.g. swarmplane job submit --tasks 4 -- python infer.py, give command in a job file (-f), or run the batch runner with --input FILE --output DIR",
       )
     const issues = validateBody("job", body, origins)
     if (issues.length) {
