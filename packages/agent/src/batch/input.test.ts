@@ -1,6 +1,8 @@
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { parquetMetadata } from "hyparquet"
+import { parquetWriteBuffer } from "hyparquet-writer"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { UsageError } from "../cli"
 import { formatOf, type InputFormat, openSource } from "./input"
@@ -8,7 +10,6 @@ import { requestBody, toRow } from "./rows"
 import { selectShard } from "./select"
 import { type FakeS3, startFakeS3 } from "./testing/fake-s3"
 import { fixtureRows, toCsv, toJsonl, toParquet } from "./testing/fixtures"
-import { writeParquet } from "./testing/parquet-writer"
 
 const dir = mkdtempSync(join(tmpdir(), "swarmplane-batch-input-"))
 const columns = { idColumn: "id", promptColumn: "prompt" }
@@ -20,7 +21,8 @@ const files: Record<InputFormat, string> = {
 }
 writeFileSync(files.jsonl, toJsonl(rows))
 writeFileSync(files.csv, `\ufeff${toCsv(rows)}`)
-writeFileSync(files.parquet, toParquet(rows, 1000))
+const parquet = toParquet(rows, 1000)
+writeFileSync(files.parquet, parquet)
 
 const downloads = mkdtempSync(join(tmpdir(), "swarmplane-batch-downloads-"))
 
@@ -57,6 +59,11 @@ describe("formatOf", () => {
 
 describe("readers", () => {
   it("JSONL, CSV (with a BOM) and Parquet (3 row groups) give the same shard, in input order", async () => {
+    expect(parquetMetadata(parquet.buffer as ArrayBuffer).row_groups.map((g) => g.num_rows)).toEqual([
+      1000n,
+      1000n,
+      500n,
+    ])
     const jsonl = await select(files.jsonl, "jsonl")
     expect(jsonl.inputRows).toBe(2500)
     expect(jsonl.rows.length).toBeGreaterThan(700)
@@ -79,14 +86,14 @@ describe("readers", () => {
 
   it("reads Parquet INT64 ids as decimal text and a null prompt as no prompt", async () => {
     const file = join(dir, "int-ids.parquet")
-    writeFileSync(
-      file,
-      writeParquet([
-        { name: "id", type: "int64", values: [7n, 8n, 9n] },
-        { name: "prompt", type: "string", optional: true, values: ["a", null, "c"] },
-        { name: "other", type: "string", values: ["x", "y", "z"] },
-      ]),
-    )
+    const buffer = parquetWriteBuffer({
+      columnData: [
+        { name: "id", type: "INT64", nullable: false, data: [7n, 8n, 9n] },
+        { name: "prompt", type: "STRING", nullable: true, data: ["a", null, "c"] },
+        { name: "other", type: "STRING", nullable: false, data: ["x", "y", "z"] },
+      ],
+    })
+    writeFileSync(file, new Uint8Array(buffer))
     const source = await openSource(file, "parquet", ["id", "prompt", "messages"])
     const got = await selectShard(source, "hash", { shardId: 0, nshards: 1 }, columns)
     expect(got.rows).toEqual([

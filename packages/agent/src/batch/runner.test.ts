@@ -192,7 +192,7 @@ describe("runBatch", () => {
     const c = config(file, endpoint, { concurrency: 2, checkpointEvery: 10 })
     const stop = new AbortController()
     let seen = 0
-    const log = { ...silentLogger, info: (m: string) => (++seen === 4 ? stop.abort() : undefined) }
+    const log = { ...silentLogger, info: () => (++seen === 4 ? stop.abort() : undefined) }
     const stopped = await runBatch(c, { log, signal: stop.signal })
     expect(stopped.outcome).toBe("stopped")
     expect(stopped.progress.done).toBeGreaterThan(0)

@@ -1,5 +1,5 @@
-/** Test inputs: the same rows as JSONL, CSV (quoted, a header row) and Parquet (see parquet-writer). */
-import { writeParquet } from "./parquet-writer"
+/** Test inputs: the same rows as JSONL, CSV (quoted, a header row) and Parquet (hyparquet-writer). */
+import { parquetWriteBuffer } from "hyparquet-writer"
 
 export interface FixtureRow {
   id: string | number
@@ -23,13 +23,17 @@ export function toCsv(rows: readonly FixtureRow[]): string {
   return `id,prompt\r\n${rows.map((r) => `${quote(r.id)},${quote(r.prompt)}\r\n`).join("")}`
 }
 
-/** Parquet ids are all strings (a column has one type); the prompt column is OPTIONAL. */
+/**
+ * Parquet ids are all strings (a column has one type), REQUIRED; the prompt column is OPTIONAL.
+ * The writer's defaults stay on (SNAPPY pages, statistics), as in files from real pipelines.
+ */
 export function toParquet(rows: readonly FixtureRow[], rowGroupSize = 1000): Uint8Array {
-  return writeParquet(
-    [
-      { name: "id", type: "string", values: rows.map((r) => String(r.id)) },
-      { name: "prompt", type: "string", optional: true, values: rows.map((r) => r.prompt) },
+  const buffer = parquetWriteBuffer({
+    columnData: [
+      { name: "id", type: "STRING", nullable: false, data: rows.map((r) => String(r.id)) },
+      { name: "prompt", type: "STRING", nullable: true, data: rows.map((r) => r.prompt) },
     ],
     rowGroupSize,
-  )
+  })
+  return new Uint8Array(buffer)
 }
