@@ -225,6 +225,129 @@ suite("slurm backend on a real cluster", () => {
       expect((await squeue(name)).filter((r) => /RUNNING|PENDING/.test(r))).toEqual([])
   })
 
+  test("batch inference with the swarm and the job on Slurm: 1,000 rows over 4 shards, each once; a crashed shard resumes", {
+    timeout: 300_000,
+  }, async () => {
+    const res = await p.call("POST", "/v1/swarms", {
+      name: "slurm-batch",
+      backendId: "hpc",
+      model: "echo",
+      replicas: 2,
+      memoryMiBPerReplica: 256,
+      args: ["--host", "0.0.0.0"],
+    })
+    expect(res.status).toBe(202)
+    const swarm = await until(
+      "the swarm to be RUNNING",
+      async () => {
+        const s = (await p.call("GET", "/v1/swarms/slurm-batch?wait=RUNNING&timeoutS=20")).json
+        return s.phase === "RUNNING" && s
+      },
+      150_000,
+    )
+    // Input and output live on the cluster, where the tasks read and write them.
+    const s = ssh()
+    const dir = (await s.exec("mktemp -d /tmp/swarmplane-batch-XXXXXX")).stdout.trim()
+    const rows = Array.from({ length: 1000 }, (_, i) => ({ id: `s-${i}`, prompt: `slurm prompt ${i}` }))
+    await s.exec(`cat > ${dir}/rows.jsonl`, rows.map((r) => `${JSON.stringify(r)}\n`).join(""))
+    const readLines = async (path: string) =>
+      (await s.exec(`cat ${path}`)).stdout
+        .split("\n")
+        .filter(Boolean)
+        .map(
+          (l) =>
+            JSON.parse(l) as {
+              id: string
+              error: unknown
+              response: { choices: { message: { content: string } }[] }
+            },
+        )
+    const expectEveryRowOnce = (lines: Awaited<ReturnType<typeof readLines>>) => {
+      expect(lines.map((l) => l.id).sort()).toEqual(rows.map((r) => r.id).sort())
+      const prompt = new Map(rows.map((r) => [r.id, r.prompt]))
+      expect(
+        lines.filter(
+          (l) => l.error !== null || l.response.choices[0]?.message.content !== `echo: ${prompt.get(l.id)}`,
+        ),
+      ).toEqual([])
+    }
+    try {
+      const id = await submit({
+        swarm: "slurm-batch",
+        tasks: 4,
+        batch: { input: `${dir}/rows.jsonl`, output: `${dir}/out`, concurrency: 8, checkpointEvery: 50 },
+      })
+      const done = await finished(id, 150_000)
+      expect(done.status).toBe("SUCCEEDED")
+      expect(
+        new Set(
+          done.tasks.map((t: { attempts: { target: string }[] }) => t.attempts[0]!.target.split("_")[0]),
+        ).size,
+      ).toBe(1)
+      const shards = [0, 1, 2, 3].map((i) => `${dir}/out/shard-${i}.jsonl`)
+      expectEveryRowOnce((await Promise.all(shards.map(readLines))).flat())
+      // Status reads each shard's progress file on the cluster.
+      const progress = done.tasks.map(
+        (t: { attempts: { progress?: { done: number; total: number } }[] }) => t.attempts[0]!.progress,
+      )
+      expect(
+        progress.reduce((sum: number, pr: { done: number } | undefined) => sum + (pr?.done ?? 0), 0),
+      ).toBe(1000)
+
+      // Resume: 2 shards that crash after 300 rows, retried once, against the same swarm.
+      const asked = async () => {
+        const counts = new Map<string, number>()
+        for (const r of swarm.replicaStatus.items as { url: string }[])
+          for (const q of (await fetch(`${r.url}/requests`).then((x) => x.json())) as string[])
+            counts.set(q, (counts.get(q) ?? 0) + 1)
+        return counts
+      }
+      const before = await asked()
+      const resumed = await finished(
+        await submit({
+          swarm: "slurm-batch",
+          tasks: 2,
+          maxRetriesFailure: 1,
+          env: { SWARMPLANE_BATCH_FAIL_AFTER: "300" },
+          batch: { input: `${dir}/rows.jsonl`, output: `${dir}/resume`, concurrency: 8, checkpointEvery: 50 },
+        }),
+        200_000,
+      )
+      expect(resumed.status).toBe("SUCCEEDED")
+      for (const task of resumed.tasks as {
+        attempts: { state: string; exitCode: number; attemptUid: string }[]
+      }[])
+        expect(task.attempts.map((a) => [a.state, a.exitCode])).toEqual([
+          ["FAILED", 3],
+          ["SUCCEEDED", 0],
+        ])
+      expectEveryRowOnce(
+        (await Promise.all([0, 1].map((i) => readLines(`${dir}/resume/shard-${i}.jsonl`)))).flat(),
+      )
+      // Rows the first attempts checkpointed were asked once by this job: never redone.
+      const firstUids = resumed.tasks.map(
+        (t: { attempts: { attemptUid: string }[] }) => t.attempts[0]!.attemptUid,
+      )
+      const checkpointed = (
+        await Promise.all(
+          [0, 1].map((i) => readLines(`${dir}/resume/shard-${i}/part-${firstUids[i]}-*.jsonl`)),
+        )
+      ).flat()
+      expect(checkpointed.length).toBeGreaterThanOrEqual(600)
+      const after = await asked()
+      const prompt = new Map(rows.map((r) => [r.id, r.prompt]))
+      const twice = checkpointed.filter((l) => {
+        const q = prompt.get(l.id) ?? ""
+        return (after.get(q) ?? 0) - (before.get(q) ?? 0) !== 1
+      })
+      expect(twice).toEqual([])
+    } finally {
+      await s.exec(`rm -rf ${dir}`)
+      s.close()
+      await p.call("DELETE", "/v1/swarms/slurm-batch")
+    }
+  })
+
   test("a changed host key is refused", async () => {
     const wrong = BackendConfig.parse(
       config({ hostKey: "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }),

@@ -185,6 +185,28 @@ describe("bad input", () => {
       field: "command",
       hint: /is required/,
     },
+    "batch job without a swarm": {
+      path: "/v1/jobs",
+      body: { batch: { input: "in.jsonl", output: "out" }, tasks: 2 },
+      status: 400,
+      code: "request.invalid",
+      field: "swarm",
+      hint: /swarm.*is required for a batch job/,
+    },
+    "batch with a bad concurrency": {
+      path: "/v1/jobs",
+      body: { swarm: "llm", batch: { input: "in.jsonl", output: "out", concurrency: 0 } },
+      status: 400,
+      code: "request.invalid",
+      field: "batch.concurrency",
+    },
+    "batch without an output": {
+      path: "/v1/jobs",
+      body: { swarm: "llm", batch: { input: "in.jsonl" } },
+      status: 400,
+      code: "request.invalid",
+      field: "batch.output",
+    },
     "unknown field": {
       path: "/v1/jobs",
       body: job({ shards: 3 }),
@@ -569,6 +591,57 @@ describe("jobs", () => {
     expect(api.logger.entries.some((e) => e.message.includes(`job ${a.json.id} PENDING → CANCELLED`))).toBe(
       true,
     )
+  })
+
+  test("a batch job's tasks run the batch runner, with the spec as flags and defaults filled in", async () => {
+    const api = await withBackend()
+    await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })
+    const batch = {
+      input: "s3://data/prompts.jsonl",
+      output: "/shared/out",
+      concurrency: 32,
+      idColumn: "key",
+    }
+    const res = await api.call("POST", "/v1/jobs", {
+      body: { name: "infer", swarm: "llm", tasks: 4, maxRetriesFailure: 1, batch },
+    })
+    expect(res.status).toBe(202)
+    const detail = (await api.call("GET", `/v1/jobs/${res.json.id}`)).json
+    expect(detail.spec.batch).toMatchObject({ ...batch, api: "chat", checkpointEvery: 100, shardBy: "hash" })
+    expect(detail.spec.command).toEqual([
+      "swarmplane-agent",
+      "run-batch",
+      "--input",
+      "s3://data/prompts.jsonl",
+      "--output",
+      "/shared/out",
+      "--id-column",
+      "key",
+      "--prompt-column",
+      "prompt",
+      "--api",
+      "chat",
+      "--concurrency",
+      "32",
+      "--checkpoint-every",
+      "100",
+      "--shard-by",
+      "hash",
+      "--max-retries",
+      "8",
+    ])
+    expect(detail.tasks).toHaveLength(4)
+  })
+
+  test("a batch job may not also give a command", async () => {
+    const api = await withBackend()
+    await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })
+    const res = await api.call("POST", "/v1/jobs", {
+      body: { swarm: "llm", command: ["python", "x.py"], batch: { input: "a.jsonl", output: "o" } },
+    })
+    expect(res.status).toBe(400)
+    expect(res.json.error.details.map((d: { path: string }) => d.path)).toContain("command")
+    expect(res.json.error.message).toMatch(/command.*leave it out/)
   })
 
   test("a big job's detail holds the first 1000 tasks and pages the rest", async () => {

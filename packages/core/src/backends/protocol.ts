@@ -7,7 +7,7 @@
  * A capability a backend lacks throws `NotSupportedError` (`backend.not_supported`), never a silent no-op.
  */
 import type { Backend, BackendConfig, ScaleGroup } from "../model/backend"
-import type { Job, Task } from "../model/job"
+import type { Attempt, Job, Task } from "../model/job"
 import type { Outcome } from "../model/outcome"
 import type { BackendKind } from "../model/states"
 import type { Swarm } from "../model/swarm"
@@ -80,6 +80,11 @@ export interface ReconcileResult {
   transitions: { ref: TaskRef; outcome: Outcome }[]
   /** Worker health changes (worker-daemon). */
   workers: { worker: StoredItem<Worker>; health: Worker["health"] }[]
+  /**
+   * What live attempts reported of their work (a batch shard's rows), read by the backend; applied
+   * before `transitions`, so a finished attempt's last counters are kept.
+   */
+  progress?: { ref: TaskRef; progress: NonNullable<Attempt["progress"]> }[]
 }
 
 export interface AutoscaleRequest {

@@ -73,9 +73,10 @@ test("an idle control plane costs a few one-item queries per backend and writes 
     get(target, name: keyof typeof base) {
       const fn = target[name]
       return typeof fn === "function"
-        ? (...args: unknown[]) => (
-            calls.push(String(name)), (fn as (...a: unknown[]) => unknown).apply(target, args)
-          )
+        ? (...args: unknown[]) => {
+            calls.push(String(name))
+            return (fn as (...a: unknown[]) => unknown).apply(target, args)
+          }
         : fn
     },
   })

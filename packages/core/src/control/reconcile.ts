@@ -11,7 +11,7 @@
  * Every write is conditional, so a crash anywhere is repaired by the next pass.
  */
 
-import type { TaskRef, TeardownEffect } from "../backends/protocol"
+import type { ReconcileResult, TaskRef, TeardownEffect } from "../backends/protocol"
 import { type AnyBackend, createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
 import type { Outcome } from "../model/outcome"
@@ -107,6 +107,20 @@ async function launchAssigned(
   for (const { job, reports } of byJob.values()) await rt.repos.jobs.applyReports(job, reports, { fence })
 }
 
+/** Counters the backend read of live attempts' work, as notes on those attempts (stale ones change nothing). */
+async function applyProgress(rt: Runtime, notes: ReconcileResult["progress"], fence: number): Promise<void> {
+  const byJob = new Map<string, { job: TaskRef["job"]; reports: TaskReport[] }>()
+  for (const { ref, progress } of notes ?? []) {
+    const entry = byJob.get(ref.job.id) ?? { job: ref.job, reports: [] }
+    entry.reports.push({
+      index: ref.task.data.index,
+      serving: { attemptUid: ref.task.data.attempts.at(-1)!.attemptUid, progress },
+    })
+    byJob.set(ref.job.id, entry)
+  }
+  for (const { job, reports } of byJob.values()) await rt.repos.jobs.applyReports(job, reports, { fence })
+}
+
 /** The pass lost its lease (it ran past the expiry): it stops; the next holder carries on. */
 class LeaseLost extends Error {}
 
@@ -163,6 +177,7 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
       const written = await rt.repos.workers.setHealth(worker, health, { fence })
       if (health === "dead") (written ? unavailable : spared).add(worker.data.id)
     }
+    await applyProgress(rt, "progress" in observed ? observed.progress : undefined, fence)
     const transitions = observed.transitions.filter((t) => {
       const workerId = t.ref.task.data.attempts.at(-1)?.workerId
       return !(t.outcome.kind === "worker_failed" && workerId && spared.has(workerId))

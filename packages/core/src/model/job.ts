@@ -36,6 +36,12 @@ export const BatchSpec = z
       .describe(
         "Folder for the results: `shard-<n>.jsonl` per shard, and checkpoint parts that a retried shard resumes from.",
       ),
+    format: z
+      .enum(["jsonl", "csv", "parquet"])
+      .optional()
+      .describe(
+        "Format of `input`; from its extension (`.jsonl`/`.ndjson`, `.csv`, `.parquet`) when absent.",
+      ),
     idColumn: z.string().min(1).max(128).default("id").describe("Column with each row's unique id."),
     promptColumn: z
       .string()
@@ -100,6 +106,7 @@ export function batchCommand(b: BatchSpec): string[] {
     b.shardBy,
     "--max-retries",
     String(b.maxRetries),
+    ...(b.format ? ["--format", b.format] : []),
     ...(b.model ? ["--model", b.model] : []),
     ...(b.maxTokens ? ["--max-tokens", String(b.maxTokens)] : []),
   ]
@@ -221,6 +228,13 @@ export const JobRequest = JobFields.extend({
         code: "custom",
         path: ["command"],
         message: 'is required: send a command such as ["python", "infer.py"], or a `batch` block',
+      })
+    if (spec.command && spec.batch)
+      ctx.addIssue({
+        code: "custom",
+        path: ["command"],
+        message:
+          "is built from `batch` for a batch job: leave it out, or drop `batch` to run your own command",
       })
     if (spec.batch && !spec.swarm)
       ctx.addIssue({

@@ -30,7 +30,15 @@ import {
   type SlurmVersion,
   toOutcome,
 } from "./parse"
-import { cancelCommand, reconcileCommand, sections, statusCommand, submitOrAdoptCommand } from "./remote"
+import {
+  cancelCommand,
+  parseProgressSection,
+  progressOf,
+  reconcileCommand,
+  sections,
+  statusCommand,
+  submitOrAdoptCommand,
+} from "./remote"
 import { outputDirOf, outputPath, type Submission, sbatchScript, sh } from "./script"
 import { SlurmServing } from "./serving"
 import { SshSession } from "./ssh"
@@ -194,7 +202,15 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
       const arrayIds = [
         ...new Set(launched.map((ref) => parseTarget(ref.task.data.attempts.at(-1)?.target)!.jobId)),
       ]
-      const out = await run(reconcileCommand(names, arrayIds))
+      // A batch shard keeps its counters in OUT/shard-<index>/progress.json on the cluster.
+      const progressFiles = launched.flatMap((ref) => {
+        const output = ref.job.spec.batch?.output
+        const attemptUid = ref.task.data.attempts.at(-1)!.attemptUid
+        return output
+          ? [{ key: attemptUid, path: `${output}/shard-${ref.task.data.index}/progress.json` }]
+          : []
+      })
+      const out = await run(reconcileCommand(names, arrayIds, progressFiles))
       if (out.code !== 0)
         throw new BackendError(
           `squeue failed on ${config.loginHost}: ${out.stderr.trim() || `exit ${out.code}`}`,
@@ -206,6 +222,13 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
       const sacct = latestSacctRecords(parseSacctCompletion(parts.sacct))
       const now = rt().clock.now()
       const transitions: ReconcileResult["transitions"] = []
+      const progress: NonNullable<ReconcileResult["progress"]> = []
+      const documents = parseProgressSection(parts.progress)
+      for (const ref of launched) {
+        const attemptUid = ref.task.data.attempts.at(-1)!.attemptUid
+        const counters = progressOf(documents.get(attemptUid), attemptUid)
+        if (counters) progress.push({ ref, progress: counters })
+      }
       for (const ref of launched) {
         const attempt = ref.task.data.attempts.at(-1)!
         const target = parseTarget(attempt.target)!
@@ -257,7 +280,7 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
         if (outcome && !(outcome.kind === "running" && ref.task.data.state === "RUNNING"))
           transitions.push({ ref, outcome })
       }
-      return { transitions, workers: [] }
+      return { transitions, workers: [], progress }
     },
 
     async autoscale() {

@@ -4,6 +4,7 @@
  * user's jobs, `scontrol show job` for swarmplane's arrays that have finished (squeue has no exit
  * codes), and `sacct -c` for submissions that have left the queue entirely.
  */
+import type { Attempt } from "../../model/job"
 import { SACCT_COMPLETION_FIELDS, SINFO_FORMAT, SQUEUE_FORMAT } from "./parse"
 import { sh } from "./script"
 
@@ -11,6 +12,7 @@ export const Section = {
   scontrol: "@@swarmplane:scontrol@@",
   sacct: "@@swarmplane:sacct@@",
   queue: "@@swarmplane:queue@@",
+  progress: "@@swarmplane:progress@@",
 }
 
 /** States in which a job still runs or waits: everything else is finished and has an exit code to fetch. */
@@ -22,7 +24,11 @@ const Unfinished =
  * squeue no longer lists are looked up in the completion log. `arrayIds` are their Slurm array ids:
  * only those get an exit-code lookup.
  */
-export function reconcileCommand(names: string[], arrayIds: string[] = []): string {
+export function reconcileCommand(
+  names: string[],
+  arrayIds: string[] = [],
+  progressFiles: { key: string; path: string }[] = [],
+): string {
   const wanted = names.map(sh).join(" ")
   const ours = arrayIds.filter((id) => /^\d+$/.test(id)).join(" ")
   return [
@@ -35,6 +41,12 @@ export function reconcileCommand(names: string[], arrayIds: string[] = []): stri
     `echo ${Section.sacct}`,
     `gone=""; for n in ${wanted || '""'}; do [ -n "$n" ] || continue; printf '%s\\n' "$q" | grep -q "|$n|" || gone="$gone,$n"; done`,
     `if [ -n "$gone" ]; then sacct -c --parsable2 -o ${SACCT_COMPLETION_FIELDS} --name="\${gone#,}" 2>/dev/null; fi`,
+    // Progress files of batch shards (after squeue, so a finished task's last counters are read too).
+    ...(progressFiles.length ? [`echo ${Section.progress}`] : []),
+    ...progressFiles.map(
+      (f) =>
+        `if [ -f ${sh(f.path)} ]; then printf '%s\\t' ${sh(f.key)}; head -c 4096 ${sh(f.path)} | tr -d '\\n'; echo; fi`,
+    ),
     "true",
   ].join("\n")
 }
@@ -68,13 +80,52 @@ export function statusCommand(): string {
 }
 
 /** Split a command's output at the section markers. */
-export function sections(stdout: string): Record<"main" | "scontrol" | "sacct" | "queue", string> {
-  const out = { main: "", scontrol: "", sacct: "", queue: "" }
+export function sections(stdout: string): Record<"main" | keyof typeof Section, string> {
+  const out = { main: "", scontrol: "", sacct: "", queue: "", progress: "" }
   let current: keyof typeof out = "main"
   for (const line of stdout.split("\n")) {
     const marker = Object.entries(Section).find(([, m]) => line === m)
     if (marker) current = marker[0] as keyof typeof out
     else out[current] += `${line}\n`
   }
+  return out
+}
+
+/**
+ * The progress section: `key<TAB>document` lines → the document of each key (the last one wins). Lines
+ * that do not parse as a JSON object are skipped: a file caught mid-write is read again next pass.
+ */
+export function parseProgressSection(text: string): Map<string, Record<string, unknown>> {
+  const out = new Map<string, Record<string, unknown>>()
+  for (const line of text.split("\n")) {
+    const tab = line.indexOf("\t")
+    if (tab <= 0) continue
+    try {
+      const doc: unknown = JSON.parse(line.slice(tab + 1))
+      if (typeof doc === "object" && doc !== null && !Array.isArray(doc))
+        out.set(line.slice(0, tab), doc as Record<string, unknown>)
+    } catch {}
+  }
+  return out
+}
+
+/**
+ * The counters of a progress document, if it is this attempt's: the file is the shard's, shared by its
+ * attempts, and a new attempt has not replaced its predecessor's until it writes its own (`runId` is
+ * the attempt uid, as the runner makes it file-safe).
+ */
+export function progressOf(
+  doc: Record<string, unknown> | undefined,
+  attemptUid: string,
+): NonNullable<Attempt["progress"]> | undefined {
+  if (!doc || doc.runId !== attemptUid.replace(/[^A-Za-z0-9._-]/g, "_")) return undefined
+  const count = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : undefined)
+  const done = count(doc.done)
+  if (done === undefined) return undefined
+  const out: NonNullable<Attempt["progress"]> = { done, failed: count(doc.failed) ?? 0 }
+  const total = count(doc.total)
+  const retries = count(doc.retries)
+  if (total !== undefined) out.total = total
+  if (retries !== undefined) out.retries = retries
   return out
 }

@@ -86,7 +86,8 @@ export async function heartbeat(
     if (!item || !job || !live(item.data)) continue // not ours (any more): it is left out of the desired set
     const list = reports.get(job.id) ?? []
     const outcome = outcomeOf(item.data, seen, job.serving !== undefined)
-    if (outcome) list.push({ index: item.data.index, outcome })
+    // The note first: an attempt's last progress arrives with its outcome, and once the outcome has
+    // ended the attempt a note about it is stale.
     if (seen.endpoint !== undefined || seen.ready !== undefined || seen.progress !== undefined)
       list.push({
         index: item.data.index,
@@ -97,6 +98,7 @@ export async function heartbeat(
           progress: seen.progress,
         },
       })
+    if (outcome) list.push({ index: item.data.index, outcome })
     reports.set(job.id, list)
     if (seen.logTail !== undefined)
       await repos.jobs.saveLogTail(project, job.id, item.data.index, seen.attemptUid, seen.logTail)

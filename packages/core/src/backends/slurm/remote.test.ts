@@ -1,0 +1,44 @@
+import { execFileSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, test } from "vitest"
+import { parseProgressSection, progressOf, reconcileCommand, Section, sections } from "./remote"
+
+describe("batch progress in the reconcile command", () => {
+  test("the progress lines read each shard's file by attempt, skip missing ones, and parse back", () => {
+    const dir = mkdtempSync(join(tmpdir(), "swarmplane-progress-"))
+    mkdirSync(join(dir, "shard-0"))
+    mkdirSync(join(dir, "shard 1"))
+    const doc = { runId: "a-1", state: "running", total: 250, done: 100, failed: 2, retries: 7, skipped: 0 }
+    writeFileSync(join(dir, "shard-0", "progress.json"), `${JSON.stringify(doc)}\n`)
+    writeFileSync(join(dir, "shard 1", "progress.json"), `${JSON.stringify({ ...doc, runId: "a-2" })}\n`)
+    const command = reconcileCommand(
+      ["n"],
+      ["1"],
+      [
+        { key: "a-1", path: join(dir, "shard-0", "progress.json") },
+        { key: "a-2", path: join(dir, "shard 1", "progress.json") },
+        { key: "a-3", path: join(dir, "shard-9", "progress.json") },
+      ],
+    )
+    // Only the progress part runs here (the rest needs Slurm): from its marker on.
+    const lines = command.split("\n")
+    const tail = lines.slice(lines.indexOf(`echo ${Section.progress}`)).join("\n")
+    const stdout = execFileSync("sh", ["-c", tail], { encoding: "utf8" })
+    const docs = parseProgressSection(sections(stdout).progress)
+    expect([...docs.keys()]).toEqual(["a-1", "a-2"])
+    expect(progressOf(docs.get("a-1"), "a-1")).toEqual({ total: 250, done: 100, failed: 2, retries: 7 })
+  })
+
+  test("no batch task, no progress section", () => {
+    expect(reconcileCommand(["n"], ["1"])).not.toContain(Section.progress)
+  })
+
+  test("a document of an earlier attempt of the shard, or a broken one, is not this attempt's progress", () => {
+    expect(progressOf({ runId: "a-old", done: 5, failed: 0 }, "a-new")).toBeUndefined()
+    expect(progressOf({ runId: "a-new", done: -1, failed: 0 }, "a-new")).toBeUndefined()
+    expect(progressOf({ runId: "a_x", done: 5 }, "a/x")).toEqual({ done: 5, failed: 0 })
+    expect([...parseProgressSection("a-1\t{not json\nno-tab\na-2\t[1]\n").keys()]).toEqual([])
+  })
+})
