@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: every benchmark, each printing a table with ratios against a baseline run in the
- * same process. `npm run bench -- scheduler` (or `store`) runs one.
+ * same process. `npm run bench -- scheduler` (or `store`, `slurm`, `batch`) runs one.
  */
+import { main as batchBench } from "./batch"
 import { main as schedulerBench } from "./scheduler"
 import { main as slurmBench } from "./slurm"
 import { main as storeBench } from "./store"
@@ -12,6 +13,7 @@ const benches: Record<string, () => Promise<void>> = {
   store: storeBench,
   scheduler: schedulerBench,
   slurm: slurmBench,
+  batch: batchBench,
 }
 const wanted = process.argv.slice(2)
 const unknown = wanted.filter((name) => !(name in benches))

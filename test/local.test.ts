@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, test } from "vitest"
 import { freshDirs as fresh, killStarted, type LocalProcess, startLocal } from "./support/local"
+import { until } from "./support/plane"
 
 afterEach(killStarted)
 
@@ -27,7 +28,8 @@ describe("local control plane", () => {
     const first = await startLocal(env)
     expect((await (await fetch(`${first.url}/health`)).json()).status).toBe("ok")
     const key = readFileSync(join(env.SWARMPLANE_DATA_DIR, "admin-key"), "utf8").trim()
-    expect(first.output()).toContain(key)
+    // The key is printed right after the ready line, maybe on the other stream: wait for it.
+    await until("the admin key to be printed", async () => first.output().includes(key), 10_000)
     const profile = JSON.parse(readFileSync(join(env.SWARMPLANE_CONFIG_DIR, "config.json"), "utf8"))
     expect(profile.profiles.local).toEqual({ api: first.url, key })
 
@@ -44,8 +46,12 @@ describe("local control plane", () => {
     expect(await stopLocal(first)).toBe(0)
 
     const second = await startLocal(env)
+    await until(
+      "where the key is to be printed",
+      async () => second.output().includes("admin key in"),
+      10_000,
+    )
     expect(second.output()).not.toContain(key)
-    expect(second.output()).toContain("admin key in")
     const swarm = await call(second.url, key, "GET", "/v1/swarms/llm")
     expect(swarm.status).toBe(200)
     expect(swarm.json).toMatchObject({ name: "llm", phase: "PENDING" })

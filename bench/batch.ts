@@ -1,0 +1,287 @@
+/**
+ * Batch runner throughput: rows/s of one shard's `runBatch` at concurrency 1, 8 and 64 against the
+ * echo model server given a fixed service time (each request holds one of `Slots` slots for
+ * `ServiceMs`, the rest queue, as on a model server with a fixed batch size), set against that
+ * endpoint's own capacity measured by a raw `node:http` client (keep-alive, no runner): the ceiling.
+ * Then, on the instant echo server, the runner at 64 in flight against raw clients at 64: `fetch`
+ * (the runner's HTTP stack, so the gap is the runner's own work: input, JSON, checkpoints, merge) and
+ * `node:http` (the endpoint's capacity, so the rest of the gap is fetch's cost).
+ *
+ * Each endpoint runs in a child process (this file, forked), so the runner and the server do not share
+ * an event loop. Runner settings are the CLI defaults (`parseRunBatch`), with a fresh output folder
+ * per run.
+ *
+ * `npm run bench -- batch`, or `main()` from `bench/run.ts`.
+ */
+import { type ChildProcess, fork } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { Agent, type RequestListener, request } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
+import { fileURLToPath } from "node:url"
+import { parseRunBatch } from "../packages/agent/src/batch/options"
+import { runBatch } from "../packages/agent/src/batch/runner"
+import { createEchoServer, EchoModel } from "../packages/agent/src/echo-server"
+import { silentLogger } from "../packages/agent/src/logger"
+
+const ServiceMs = 20
+const Slots = 32
+/** Set in a forked child: the endpoint to serve, as JSON `Service`. */
+const EndpointVariable = "SWARMPLANE_BENCH_BATCH_ENDPOINT"
+
+interface Service {
+  delayMs: number
+  slots: number
+}
+
+interface Case {
+  endpoint: "delayed" | "instant"
+  client: "runner" | "fetch" | "http"
+  inFlight: number
+  rows: number
+  runs: number
+}
+
+const cases: Case[] = [
+  { endpoint: "delayed", client: "runner", inFlight: 1, rows: 100, runs: 1 },
+  { endpoint: "delayed", client: "runner", inFlight: 8, rows: 1000, runs: 1 },
+  { endpoint: "delayed", client: "runner", inFlight: 64, rows: 1500, runs: 3 },
+  // 4× the slots in flight, so the endpoint's queue never runs dry: its capacity.
+  { endpoint: "delayed", client: "http", inFlight: 4 * Slots, rows: 1500, runs: 3 },
+  { endpoint: "instant", client: "runner", inFlight: 64, rows: 1000, runs: 3 },
+  { endpoint: "instant", client: "fetch", inFlight: 64, rows: 1000, runs: 3 },
+  { endpoint: "instant", client: "http", inFlight: 64, rows: 4000, runs: 3 },
+]
+
+// In the forked child, serve the endpoint until the parent goes away.
+const served = process.env[EndpointVariable]
+if (served !== undefined && process.send) await serveEndpoint(JSON.parse(served) as Service)
+
+/** The echo server, each `/v1/` request first waiting for a slot, then holding it `delayMs`. */
+async function serveEndpoint(service: Service): Promise<void> {
+  const echo = createEchoServer()
+  if (service.delayMs > 0) {
+    // The echo server keeps its handler to itself: take it off the server and call it after the wait.
+    const [answer] = echo.server.listeners("request") as RequestListener[]
+    echo.server.removeAllListeners("request")
+    const slots = slotsOf(service.slots)
+    echo.server.on("request", (req, res) => {
+      if (!req.url?.startsWith("/v1/")) return answer!(req, res)
+      void slots
+        .take()
+        .then(() => sleep(service.delayMs))
+        .then(() => {
+          slots.give()
+          answer!(req, res)
+        })
+    })
+  }
+  const port = await echo.listen(0)
+  process.on("disconnect", () => void echo.close().then(() => process.exit(0)))
+  process.send!({ port })
+}
+
+/** `n` slots; `take` waits in FIFO order when none is free. */
+function slotsOf(n: number) {
+  let free = n
+  const waiting: (() => void)[] = []
+  return {
+    take: (): Promise<void> => {
+      if (free > 0) {
+        free--
+        return Promise.resolve()
+      }
+      return new Promise((resolve) => waiting.push(resolve))
+    },
+    give: (): void => {
+      const next = waiting.shift()
+      if (next) next()
+      else free++
+    },
+  }
+}
+
+async function startEndpoint(service: Service): Promise<{ url: string; child: ChildProcess }> {
+  const child = fork(fileURLToPath(import.meta.url), [], {
+    env: { ...process.env, [EndpointVariable]: JSON.stringify(service) },
+  })
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once("message", (m) => resolve((m as { port: number }).port))
+    child.once("exit", (code) => reject(new Error(`bench endpoint exited with ${code} before listening`)))
+  })
+  return { url: `http://127.0.0.1:${port}`, child }
+}
+
+async function stopEndpoint(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once("exit", resolve))
+  child.disconnect()
+  await exited
+}
+
+/** Seconds for one shard of `rows` rows at `concurrency`, with the CLI's defaults otherwise. */
+async function runnerSeconds(endpoint: string, input: string, rows: number, concurrency: number) {
+  const output = mkdtempSync(join(tmpdir(), "swarmplane-bench-batch-out-"))
+  try {
+    const args = ["--input", input, "--output", output, "--concurrency", String(concurrency)]
+    const config = parseRunBatch(args, { SWARM_ENDPOINT: endpoint })
+    if (config === "help") throw new Error("parseRunBatch asked for help")
+    const t0 = performance.now()
+    const result = await runBatch(config, { log: silentLogger })
+    const seconds = (performance.now() - t0) / 1000
+    if (result.outcome !== "succeeded" || result.progress.done !== rows)
+      throw new Error(`runner: ${result.outcome}, ${result.progress.done}/${rows} rows done`)
+    return seconds
+  } finally {
+    rmSync(output, { recursive: true, force: true })
+  }
+}
+
+/** One chat completion by a raw client: send, read the whole answer, check the status; nothing else. */
+type RawSend = (content: string) => Promise<void>
+
+function fetchSender(endpoint: string): RawSend {
+  return async (content) => {
+    const res = await fetch(`${endpoint}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: EchoModel, messages: [{ role: "user", content }] }),
+    })
+    await res.text()
+    if (res.status !== 200) throw new Error(`raw fetch: HTTP ${res.status}`)
+  }
+}
+
+function httpSender(endpoint: string, agent: Agent): RawSend {
+  const url = `${endpoint}/v1/chat/completions`
+  return (content) =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({ model: EchoModel, messages: [{ role: "user", content }] })
+      const req = request(
+        url,
+        { method: "POST", agent, headers: { "content-type": "application/json" } },
+        (res) => {
+          res.on("data", () => {})
+          res.on("error", reject)
+          res.on("end", () =>
+            res.statusCode === 200 ? resolve() : reject(new Error(`raw http: HTTP ${res.statusCode}`)),
+          )
+        },
+      )
+      req.on("error", reject)
+      req.end(body)
+    })
+}
+
+/** Seconds for `requests` chat completions by a raw client, `inFlight` at a time. */
+async function rawSeconds(client: "fetch" | "http", endpoint: string, requests: number, inFlight: number) {
+  const agent = new Agent({ keepAlive: true, maxSockets: inFlight })
+  const send = client === "fetch" ? fetchSender(endpoint) : httpSender(endpoint, agent)
+  let next = 0
+  const loop = async () => {
+    while (next < requests) await send(`p ${next++}`)
+  }
+  try {
+    const t0 = performance.now()
+    await Promise.all(Array.from({ length: inFlight }, loop))
+    return (performance.now() - t0) / 1000
+  } finally {
+    agent.destroy()
+  }
+}
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n")
+}
+
+const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+export async function main(): Promise<void> {
+  const inputDir = mkdtempSync(join(tmpdir(), "swarmplane-bench-batch-in-"))
+  const endpoints: ChildProcess[] = []
+  try {
+    // 1. The endpoints, and one input file per row count.
+    const delayed = await startEndpoint({ delayMs: ServiceMs, slots: Slots })
+    const instant = await startEndpoint({ delayMs: 0, slots: 0 })
+    endpoints.push(delayed.child, instant.child)
+    const url = { delayed: delayed.url, instant: instant.url }
+    const inputs = new Map<number, string>()
+    for (const n of new Set([1000, ...cases.filter((c) => c.client === "runner").map((c) => c.rows)])) {
+      const file = join(inputDir, `rows-${n}.jsonl`)
+      const lines = Array.from(
+        { length: n },
+        (_, i) => `${JSON.stringify({ id: `r${i}`, prompt: `p ${i}` })}\n`,
+      )
+      writeFileSync(file, lines.join(""))
+      inputs.set(n, file)
+    }
+
+    // 2. Warm-up (JIT, connections), then every case, the median of its runs.
+    await runnerSeconds(url.instant, inputs.get(1000)!, 1000, 64)
+    await rawSeconds("fetch", url.instant, 1000, 64)
+    await rawSeconds("http", url.instant, 2000, 64)
+    const results: (Case & { seconds: number; rate: number })[] = []
+    for (const c of cases) {
+      const times: number[] = []
+      for (let r = 0; r < c.runs; r++)
+        times.push(
+          c.client === "runner"
+            ? await runnerSeconds(url[c.endpoint], inputs.get(c.rows)!, c.rows, c.inFlight)
+            : await rawSeconds(c.client, url[c.endpoint], c.rows, c.inFlight),
+        )
+      const seconds = median(times)
+      results.push({ ...c, seconds, rate: c.rows / seconds })
+    }
+
+    // 3. The table: ratios against concurrency 1 and against node:http on the same endpoint.
+    const rate = (e: Case["endpoint"], client: Case["client"]) =>
+      results.find((r) => r.endpoint === e && r.client === client)!.rate
+    const single = results.find((r) => r.endpoint === "delayed" && r.inFlight === 1)!.rate
+    const label = { delayed: `${ServiceMs} ms, ${Slots} slots`, instant: "instant" }
+    const clientLabel = { runner: "runBatch", fetch: "raw fetch", http: "raw node:http (ceiling)" }
+    console.log(
+      `\nBatch runner, one shard, chat API, CLI defaults, against the echo server in a child process ` +
+        `("${label.delayed}": each request holds one of ${Slots} slots for ${ServiceMs} ms, so at most ` +
+        `${(Slots * 1000) / ServiceMs} requests/s); ceiling = a raw node:http keep-alive client on the same ` +
+        `endpoint; median of the runs\n`,
+    )
+    console.log(
+      table(
+        [
+          "endpoint",
+          "client",
+          "concurrency",
+          "rows",
+          "runs",
+          "seconds",
+          "rows/s",
+          "vs concurrency 1",
+          "% of endpoint ceiling",
+        ],
+        results.map((r) => [
+          label[r.endpoint],
+          clientLabel[r.client],
+          String(r.inFlight),
+          String(r.rows),
+          String(r.runs),
+          r.seconds.toFixed(2),
+          r.rate.toFixed(0),
+          r.endpoint === "delayed" && r.client === "runner" ? (r.rate / single).toFixed(1) : "—",
+          `${((100 * r.rate) / rate(r.endpoint, "http")).toFixed(0)}%`,
+        ]),
+      ),
+    )
+    const us = (a: number, b: number) => (1e6 * (1 / a - 1 / b)).toFixed(0)
+    const [runner, fetched, raw] = (["runner", "fetch", "http"] as const).map((c) => rate("instant", c))
+    console.log(
+      `\nOn the instant endpoint at 64 in flight, wall time per row (1 / rate): the runner's own work adds ` +
+        `${us(runner!, fetched!)} µs over raw fetch, and fetch ${us(fetched!, raw!)} µs over node:http.`,
+    )
+  } finally {
+    await Promise.all(endpoints.map(stopEndpoint))
+    rmSync(inputDir, { recursive: true, force: true })
+  }
+}
