@@ -3,7 +3,7 @@
  * control plane with real agents: sign-in, the swarm, the job with its tasks, attempts and logs, and
  * screenshots under test-output/ for a human to look at.
  */
-import { mkdirSync, mkdtempSync } from "node:fs"
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type BrowserContext, chromium, type Page } from "playwright-core"
@@ -176,6 +176,44 @@ describe("the dashboard in a browser", () => {
       await page.getByRole("button", { name: "Sign out" }).click()
       await page.locator("#signin-form").waitFor()
       expect(await page.evaluate(() => sessionStorage.getItem("swarmplane.apiKey"))).toBeNull()
+      await page.close()
+    },
+    timeout,
+  )
+
+  test(
+    "a batch job's page shows each shard's rows",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "swarmplane-dashboard-batch-"))
+      const rows = Array.from({ length: 40 }, (_, i) => `{"id": "r${i}", "prompt": "p ${i}"}\n`).join("")
+      writeFileSync(join(dir, "rows.jsonl"), rows)
+      const batch = await p.call("POST", "/v1/jobs", {
+        name: "batch",
+        swarm: "demo",
+        tasks: 2,
+        batch: { input: join(dir, "rows.jsonl"), output: join(dir, "out") },
+      })
+      expect(batch.status).toBe(202)
+      const id = batch.json.id
+      const done = await until("the batch job to succeed", async () => {
+        const j = (await p.call("GET", `/v1/jobs/${id}`)).json
+        return j.status === "SUCCEEDED" && j
+      })
+      const totals = done.tasks.map(
+        (t: { attempts: { progress: { total: number } }[] }) => t.attempts[0]!.progress.total,
+      )
+      expect(totals[0] + totals[1]).toBe(40)
+
+      const { page, errors } = await open()
+      await page.goto(`${p.plane.url}/#/jobs/${id}`)
+      await signIn(page, p.plane.adminKey)
+      await page.getByRole("heading", { name: "batch", level: 1 }).waitFor()
+      await page.locator("#tasks th", { hasText: "Rows" }).waitFor()
+      const shards = page.locator('#tasks tr[data-key^="task-"]')
+      await shards.nth(1).waitFor()
+      const texts = await shards.allTextContents()
+      for (const [i, total] of totals.entries()) expect(texts[i]).toContain(`${total}/${total}`)
+      expect(errors).toEqual([])
       await page.close()
     },
     timeout,

@@ -114,8 +114,20 @@ function attemptsTable(task) {
   )
 }
 
+/** A batch shard's rows, from its latest attempt: "done/total", then failures and retries if any. */
+function rowsText(progress) {
+  if (!progress) return dash()
+  let text = progress.done + "/" + (progress.total === undefined ? "?" : progress.total)
+  if (progress.failed) text += " · " + progress.failed + " failed"
+  if (progress.retries) text += " · " + progress.retries + " retries"
+  return text
+}
+
 function tasksTable(job, state) {
   const expanded = state.expanded || new Set()
+  // Batch jobs: a Rows column, when any attempt reports what it did.
+  const batch = job.tasks.some((t) => t.attempts.some((a) => a.progress))
+  const columns = 7 + (batch ? 1 : 0)
   const rows = []
   for (const t of job.tasks) {
     const last = t.attempts[t.attempts.length - 1]
@@ -128,6 +140,7 @@ function tasksTable(job, state) {
         h("td", {}, badge(t.state)),
         h("td", { class: "num" }, t.attempts.length),
         h("td", { class: "num" }, last && last.exitCode !== undefined ? last.exitCode : dash()),
+        batch ? h("td", { class: "num nowrap" }, rowsText(last && last.progress)) : null,
         h("td", {}, (last && (last.workerId || last.target)) || dash()),
         h("td", { class: "msg" }, t.pendingReason || dash()),
         h(
@@ -164,10 +177,12 @@ function tasksTable(job, state) {
     )
     if (open)
       rows.push(
-        h("tr", { "data-key": "attempts-" + t.index, id: "attempts-" + t.index, class: "attempts-row" }, h("td", { colspan: 7 }, attemptsTable(t))),
+        h("tr", { "data-key": "attempts-" + t.index, id: "attempts-" + t.index, class: "attempts-row" }, h("td", { colspan: columns }, attemptsTable(t))),
       )
   }
-  return table([["#", "num idx"], "State", ["Attempts", "num"], ["Exit", "num"], "Worker", "Pending reason", ""], rows, {
+  const head = [["#", "num idx"], "State", ["Attempts", "num"], ["Exit", "num"], "Worker", "Pending reason", ""]
+  if (batch) head.splice(4, 0, ["Rows", "num"])
+  return table(head, rows, {
     label: "Tasks",
     empty: "This job has no tasks yet.",
   })
