@@ -3,7 +3,7 @@
  * desired set, stop, and observe. Tasks and replicas are processes (this module); routers run inside
  * the agent (`router-attempt.ts`).
  */
-import { readFileSync } from "node:fs"
+import { readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { DesiredAttempt, ObservedAttempt } from "@swarmplane/core/model/worker"
@@ -51,6 +51,8 @@ export interface Attempt {
   stop(): Promise<void>
   /** Kill at once, synchronously (the agent is exiting). */
   killNow(): void
+  /** The agent no longer tracks it: remove what it kept on disk. */
+  forget?(): void
 }
 
 /** A task (runs to completion) or a replica (serves on `PORT`, probed for readiness). */
@@ -192,6 +194,10 @@ export class ProcessAttempt implements Attempt {
     this.health?.stop()
     await this.run?.stop(this.ctx.stopGraceMs)
     await this.ended
+  }
+
+  forget(): void {
+    rmSync(this.progressFile, { force: true })
   }
 
   killNow(): void {

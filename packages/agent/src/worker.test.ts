@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs"
 import type { DesiredAttempt } from "@swarmplane/core/model/worker"
 import { afterEach, describe, expect, it } from "vitest"
 import { controlPlane } from "./api-client"
@@ -69,6 +70,20 @@ describe("worker loop", () => {
     cp.setDesired([])
     await cp.waitForHeartbeat((b) => !b.attempts.some((a) => a.attemptUid === "t-ok"))
     expect(agent.known()).toEqual([])
+  })
+
+  it("reports the counters a task writes to SWARMPLANE_PROGRESS_FILE, and removes the file once it forgets the task", async () => {
+    await startAgent()
+    const script =
+      'echo "$SWARMPLANE_PROGRESS_FILE"; echo \'{"total": 10, "done": 7, "failed": 1, "retries": 2}\' > "$SWARMPLANE_PROGRESS_FILE"'
+    cp.setDesired([want("t-progress", { command: sh(script) })])
+    const done = await cp.waitForReport("t-progress", (a) => a.state === "SUCCEEDED")
+    expect(done.progress).toEqual({ total: 10, done: 7, failed: 1, retries: 2 })
+    const file = done.logTail?.trim() ?? ""
+    expect(existsSync(file)).toBe(true)
+    cp.setDesired([])
+    await cp.waitForHeartbeat((b) => !b.attempts.some((a) => a.attemptUid === "t-progress"))
+    expect(existsSync(file)).toBe(false)
   })
 
   it("reports a task that exits 3 as FAILED 3", async () => {

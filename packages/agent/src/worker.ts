@@ -195,6 +195,7 @@ export class WorkerAgent {
       if (!attempt.finished) void attempt.stop()
       // Ended and no longer wanted: forget it, but only once its final state reached the control plane.
       else if (attempt.finalDelivered) {
+        attempt.forget?.()
         this.attempts.delete(uid)
         this.ended.set(uid, Date.now())
       }
