@@ -121,6 +121,7 @@ export async function runBatch(config: BatchConfig, options: RunOptions = {}): P
   const onAbort = () => stop.abort()
   options.signal?.addEventListener("abort", onAbort, { once: true })
   let injected = false
+  let closeClient = () => {}
   try {
     if (todo.length > 0) {
       const client = endpointClient({
@@ -132,6 +133,7 @@ export async function runBatch(config: BatchConfig, options: RunOptions = {}): P
         onRetry: () => progress.retries++,
         random: options.random,
       })
+      closeClient = () => client.close()
       const model = config.model ?? (await client.models())[0]
       if (!model) throw new Error(`${config.endpoint} lists no model; pass --model`)
       log.info(`${label}: ${config.api} API of ${config.endpoint}, model ${model}`)
@@ -209,6 +211,7 @@ export async function runBatch(config: BatchConfig, options: RunOptions = {}): P
     if (!(error instanceof StoppedError)) throw error
   } finally {
     options.signal?.removeEventListener("abort", onAbort)
+    closeClient()
   }
   if (injected) return { outcome: "injected", progress }
   if (stop.signal.aborted) {
