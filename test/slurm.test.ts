@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { createBackend } from "@swarmplane/core/backends/registry"
 import { SshSession } from "@swarmplane/core/backends/slurm/ssh"
 import { BackendConfig } from "@swarmplane/core/model/backend"
-import { afterAll, beforeAll, describe, expect, test } from "vitest"
+import { afterAll, beforeAll, describe, expect, onTestFinished, test } from "vitest"
 import { type Plane, startPlane, until } from "./support/plane"
 import { privateKeyOf, slurmConnection } from "./support/slurm"
 
@@ -126,6 +126,30 @@ suite("slurm backend on a real cluster", () => {
     expect(done.tasks[0].state).toBe("KILLED")
     const rows = await squeue(name)
     expect(rows.every((r) => !/RUNNING|PENDING/.test(r))).toBe(true)
+  })
+
+  test("a task queued behind a full cluster shows Slurm's reason until it starts", {
+    timeout: 120_000,
+  }, async () => {
+    const blocker = await submit({ command: ["sleep", "300"], resources: { cpu: 8, memoryMiB: 256 } })
+    onTestFinished(async () => void (await p.call("POST", `/v1/jobs/${blocker}/cancel`)))
+    await until("the blocker to run", async () => (await job(blocker)).tasks[0].state === "RUNNING", 60_000)
+    const waiter = await submit({ command: ["true"], resources: { cpu: 1, memoryMiB: 64 } })
+    onTestFinished(async () => void (await p.call("POST", `/v1/jobs/${waiter}/cancel`)))
+    const queued = await until(
+      "the waiter's reason",
+      async () => {
+        // First "submitted; the scheduler has not looked at it yet", then Slurm's verdict.
+        const t = (await job(waiter)).tasks[0]
+        return t.state === "ASSIGNED" && t.pendingReason === "Slurm: waiting for resources" && t
+      },
+      60_000,
+    )
+    expect(queued.attempts).toHaveLength(1)
+    expect((await p.call("POST", `/v1/jobs/${blocker}/cancel`)).status).toBe(202)
+    const done = await finished(waiter)
+    expect(done.status).toBe("SUCCEEDED")
+    expect(done.tasks[0].pendingReason).toBeUndefined()
   })
 
   test("a job past its time limit is FAILED with reason timeout", { timeout: 180_000 }, async () => {

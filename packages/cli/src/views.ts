@@ -154,7 +154,9 @@ export function taskTable(p: Paint, tasks: Task[]): string {
     ["task", "state", "attempts", "exit", "reason"],
     tasks.map((task) => {
       const last = task.attempts.at(-1)
-      const reason = task.state === "PENDING" ? (task.pendingReason ?? last?.reason) : last?.reason
+      // Why it waits (not placed yet, or queued on the cluster it was submitted to), else how it ended.
+      const waiting = task.state === "PENDING" || task.state === "ASSIGNED"
+      const reason = waiting ? (task.pendingReason ?? last?.reason) : last?.reason
       return [task.index, state(p, task.state), task.attempts.length, last?.exitCode, reason]
     }),
   )

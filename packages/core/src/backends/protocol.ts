@@ -85,6 +85,11 @@ export interface ReconcileResult {
    * before `transitions`, so a finished attempt's last counters are kept.
    */
   progress?: { ref: TaskRef; progress: NonNullable<Attempt["progress"]> }[]
+  /**
+   * Submitted attempts that still wait in the substrate's own queue, with its reason in words (e.g.
+   * `Slurm: waiting for resources`): shown as the task's `pendingReason` until it starts.
+   */
+  waiting?: { ref: TaskRef; reason: string }[]
 }
 
 export interface AutoscaleRequest {

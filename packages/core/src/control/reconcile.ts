@@ -107,17 +107,29 @@ async function launchAssigned(
   for (const { job, reports } of byJob.values()) await rt.repos.jobs.applyReports(job, reports, { fence })
 }
 
-/** Counters the backend read of live attempts' work, as notes on those attempts (stale ones change nothing). */
-async function applyProgress(rt: Runtime, notes: ReconcileResult["progress"], fence: number): Promise<void> {
+/**
+ * What the backend read of live attempts besides outcomes (a batch shard's counters, why a submitted
+ * attempt still waits in the substrate's queue), as notes on those attempts: stale ones change nothing.
+ */
+async function applyNotes(
+  rt: Runtime,
+  observed: Pick<ReconcileResult, "progress" | "waiting">,
+  fence: number,
+): Promise<void> {
   const byJob = new Map<string, { job: TaskRef["job"]; reports: TaskReport[] }>()
-  for (const { ref, progress } of notes ?? []) {
+  const add = (
+    ref: TaskRef,
+    note: { progress?: NonNullable<ReconcileResult["progress"]>[number]["progress"]; pendingReason?: string },
+  ) => {
     const entry = byJob.get(ref.job.id) ?? { job: ref.job, reports: [] }
     entry.reports.push({
       index: ref.task.data.index,
-      serving: { attemptUid: ref.task.data.attempts.at(-1)!.attemptUid, progress },
+      serving: { attemptUid: ref.task.data.attempts.at(-1)!.attemptUid, ...note },
     })
     byJob.set(ref.job.id, entry)
   }
+  for (const { ref, progress } of observed.progress ?? []) add(ref, { progress })
+  for (const { ref, reason } of observed.waiting ?? []) add(ref, { pendingReason: reason })
   for (const { job, reports } of byJob.values()) await rt.repos.jobs.applyReports(job, reports, { fence })
 }
 
@@ -177,7 +189,7 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
       const written = await rt.repos.workers.setHealth(worker, health, { fence })
       if (health === "dead") (written ? unavailable : spared).add(worker.data.id)
     }
-    await applyProgress(rt, "progress" in observed ? observed.progress : undefined, fence)
+    await applyNotes(rt, observed, fence)
     const transitions = observed.transitions.filter((t) => {
       const workerId = t.ref.task.data.attempts.at(-1)?.workerId
       return !(t.outcome.kind === "worker_failed" && workerId && spared.has(workerId))

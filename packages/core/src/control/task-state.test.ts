@@ -7,6 +7,7 @@ import {
   canTransition,
   MaxAttemptsKept,
   newTask,
+  noteServing,
   type Outcome,
 } from "./task-state"
 
@@ -305,5 +306,47 @@ describe("gang rules", () => {
       now,
     )
     expect(result.changed).toEqual([])
+  })
+})
+
+describe("notes on the current attempt", () => {
+  test("a queued submission's reason is kept on the ASSIGNED task, and cleared when it starts", () => {
+    const assigned = task("ASSIGNED", { uid: "a-1" })
+    const noted = noteServing(
+      assigned,
+      { attemptUid: "a-1", pendingReason: "Slurm: waiting for resources" },
+      now,
+    )
+    expect(noted.changed).toBe(true)
+    expect(noted.task.pendingReason).toBe("Slurm: waiting for resources")
+    expect(
+      noteServing(noted.task, { attemptUid: "a-1", pendingReason: "Slurm: waiting for resources" }, now)
+        .changed,
+    ).toBe(false)
+    const running = applyOutcome(noted.task, { kind: "running", attemptUid: "a-1" }, policy, now)
+    expect(running.task.state).toBe("RUNNING")
+    expect(running.task.pendingReason).toBeUndefined()
+    // A late note about the queue does not bring it back once it runs.
+    expect(
+      noteServing(running.task, { attemptUid: "a-1", pendingReason: "Slurm: queued" }, now).task
+        .pendingReason,
+    ).toBeUndefined()
+  })
+
+  test("a note about another attempt changes nothing", () => {
+    const assigned = task("ASSIGNED", { uid: "a-2" })
+    expect(
+      noteServing(assigned, { attemptUid: "a-1", pendingReason: "x", progress: { done: 1, failed: 0 } }, now)
+        .changed,
+    ).toBe(false)
+  })
+
+  test("progress lands on the attempt, and an unchanged report writes nothing", () => {
+    const running = task("RUNNING", { uid: "a-1" })
+    const noted = noteServing(running, { attemptUid: "a-1", progress: { done: 5, failed: 1, total: 9 } }, now)
+    expect(noted.task.attempts.at(-1)?.progress).toEqual({ done: 5, failed: 1, total: 9 })
+    expect(
+      noteServing(noted.task, { attemptUid: "a-1", progress: { done: 5, failed: 1, total: 9 } }, now).changed,
+    ).toBe(false)
   })
 })

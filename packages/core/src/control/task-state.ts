@@ -234,11 +234,19 @@ export function noteServing(
     ready?: boolean
     target?: string
     progress?: Attempt["progress"]
+    pendingReason?: string
   },
   nowIso: string,
 ): Applied {
   const current = currentAttempt(task)
   if (!current || current.attemptUid !== report.attemptUid) return unchanged(task)
+  // Why a submitted attempt waits: kept on the task while it is ASSIGNED (a start clears it).
+  const reason =
+    report.pendingReason !== undefined &&
+    task.state === "ASSIGNED" &&
+    report.pendingReason !== task.pendingReason
+      ? { pendingReason: report.pendingReason }
+      : {}
   const patch: Partial<Attempt> = {
     ...(report.ready !== undefined ? { ready: report.ready } : {}),
     ...(report.endpoint !== undefined ? { endpoint: report.endpoint } : {}),
@@ -248,9 +256,9 @@ export function noteServing(
   const same = Object.entries(patch).every(
     ([k, v]) => JSON.stringify(current[k as keyof Attempt]) === JSON.stringify(v),
   )
-  if (same) return unchanged(task)
+  if (same && !("pendingReason" in reason)) return unchanged(task)
   return {
-    task: { ...task, attempts: withLast(task, patch), updatedAt: nowIso },
+    task: { ...task, ...reason, attempts: same ? task.attempts : withLast(task, patch), updatedAt: nowIso },
     changed: true,
     stop: [],
     retried: false,

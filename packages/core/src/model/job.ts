@@ -302,7 +302,9 @@ export const Task = z
     pendingReason: z
       .string()
       .optional()
-      .describe("Why a PENDING task is not placed yet, e.g. `needs 8 gpu, largest free is 4`."),
+      .describe(
+        "Why a PENDING task is not placed yet, e.g. `needs 8 gpu, largest free is 4`, or why an ASSIGNED one waits in its cluster's queue, e.g. `Slurm: waiting for resources`.",
+      ),
     attempts: z
       .array(Attempt)
       .describe("Tries of this task, oldest first (the last is current); the newest 50 are kept."),

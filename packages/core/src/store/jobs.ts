@@ -45,6 +45,8 @@ export type TaskReport =
         ready?: boolean
         target?: string
         progress?: Task["attempts"][number]["progress"]
+        /** Why the submitted attempt still waits in the substrate's queue. */
+        pendingReason?: string
       }
     }
 

@@ -223,6 +223,7 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
       const now = rt().clock.now()
       const transitions: ReconcileResult["transitions"] = []
       const progress: NonNullable<ReconcileResult["progress"]> = []
+      const waiting: NonNullable<ReconcileResult["waiting"]> = []
       const documents = parseProgressSection(parts.progress)
       for (const ref of launched) {
         const attemptUid = ref.task.data.attempts.at(-1)!.attemptUid
@@ -276,11 +277,12 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
           if (!slurm) continue
         }
         if (!slurm) continue
+        if (slurm.kind === "pending") waiting.push({ ref, reason: `Slurm: ${slurm.message}` })
         const outcome = toOutcome(slurm, attempt.attemptUid)
         if (outcome && !(outcome.kind === "running" && ref.task.data.state === "RUNNING"))
           transitions.push({ ref, outcome })
       }
-      return { transitions, workers: [], progress }
+      return { transitions, workers: [], progress, waiting }
     },
 
     async autoscale() {
