@@ -1,6 +1,7 @@
+import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
+import { type AddressInfo, connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createEchoServer, type EchoServer } from "./echo-server"
 import { freePort } from "./net"
@@ -64,7 +65,11 @@ describe("router", () => {
     expect(res.status).toBe(503)
     const body = await res.json()
     expect(body.error).toMatchObject({ code: "router.no_upstream", type: "service_unavailable" })
-    expect(await (await fetch(`${base}${RouterStatusPath}`)).json()).toEqual({ upstreams: [], ready: false })
+    expect(await (await fetch(`${base}${RouterStatusPath}`)).json()).toEqual({
+      upstreams: [],
+      ready: false,
+      coolingDown: [],
+    })
   })
 
   it("spreads requests round-robin over its upstreams", async () => {
@@ -123,4 +128,72 @@ describe("router", () => {
     expect(res.status).toBe(502)
     expect((await res.json()).error.code).toBe("router.upstream_failed")
   })
+
+  it("moves on when an upstream does not connect in time, and leaves it out until the cooldown ends", async () => {
+    const hole = await blackhole()
+    let clock = 1_000
+    const r = createRouter([hole.url, urlA], { connectTimeoutMs: 150, cooldownMs: 10_000, now: () => clock })
+    const url = `http://127.0.0.1:${await r.listen(0)}`
+    try {
+      const before = a.stats.requests
+      const status = async () => (await fetch(`${url}${RouterStatusPath}`)).json()
+      // The first request starts at the silent upstream (round-robin from the first), then goes to A.
+      const first = await fetch(`${url}/v1/models`)
+      expect(first.status).toBe(200)
+      expect((await status()).coolingDown).toEqual([hole.url])
+      for (let i = 0; i < 3; i++) expect((await fetch(`${url}/v1/models`)).status).toBe(200)
+      expect(a.stats.requests - before).toBe(4)
+      clock += 10_001
+      expect((await status()).coolingDown).toEqual([])
+    } finally {
+      await r.close()
+      hole.close()
+    }
+  })
+
+  it("a refused upstream cools down too: the others take its share, and alone it is still tried", async () => {
+    const refused = `http://127.0.0.1:${await freePort()}`
+    const clock = 1_000
+    const r = createRouter([refused], { cooldownMs: 10_000, now: () => clock })
+    const url = `http://127.0.0.1:${await r.listen(0)}`
+    try {
+      expect((await fetch(`${url}/x`)).status).toBe(502)
+      expect((await (await fetch(`${url}${RouterStatusPath}`)).json()).coolingDown).toEqual([refused])
+      const again = await fetch(`${url}/x`)
+      expect((await again.json()).error.code).toBe("router.upstream_failed")
+      // Still tried (the only one), so a replica back on its feet is used at once.
+      r.setUpstreams([refused, urlB])
+      const before = b.stats.requests
+      expect((await fetch(`${url}/v1/models`)).status).toBe(200)
+      expect(b.stats.requests - before).toBe(1)
+    } finally {
+      await r.close()
+    }
+  })
 })
+
+/**
+ * An upstream that never completes a connection, as a machine that is gone: a listener whose
+ * accept queue is full (backlog 0, never accepting), so the kernel drops further SYNs.
+ */
+async function blackhole(): Promise<{ url: string; close(): void }> {
+  const script =
+    "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(0); print(s.getsockname()[1], flush=True); time.sleep(600)"
+  const child = spawn("python3", ["-c", script], { stdio: ["ignore", "pipe", "inherit"] })
+  const port = await new Promise<number>((resolve) =>
+    child.stdout.once("data", (d) => resolve(Number(String(d).trim()))),
+  )
+  const fill = [0, 1, 2].map(() => connect(port, "127.0.0.1").on("error", () => {}))
+  await until(() => fill.filter((s) => !s.connecting).length >= 1)
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      for (const s of fill) s.destroy()
+      child.kill()
+    },
+  }
+}
+
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setImmediate(r))
+}

@@ -1,7 +1,11 @@
 /**
  * The swarm router: one endpoint in front of a swarm's ready replicas. A streaming HTTP reverse proxy
  * (request and response bodies are piped, never buffered, so SSE token streams flow through) that
- * picks upstreams round-robin and retries once elsewhere when an upstream refuses the connection.
+ * picks upstreams round-robin and retries once elsewhere when an upstream cannot be reached: the
+ * connection is refused, unreachable, or not up within `connectTimeoutMs` (a machine that is gone
+ * drops packets rather than refusing). An upstream that could not be reached is left out of the
+ * rotation for `cooldownMs`, so a lost replica does not cost every Nth request a timeout until the
+ * control plane notices; when every upstream is cooling down, all are tried as usual.
  */
 import {
   type ClientRequest,
@@ -41,7 +45,23 @@ const hopByHop = new Set([
   "upgrade",
 ])
 
-export function createRouter(initial: readonly string[] = []): Router {
+export interface RouterOptions {
+  /** How long a connection to an upstream may take before the next one is tried. Default 3 s. */
+  connectTimeoutMs?: number
+  /** How long an unreachable upstream is left out of the rotation. Default 10 s. */
+  cooldownMs?: number
+  now?: () => number
+}
+
+/** Connection errors after which nothing was sent, so another upstream can take the request whole. */
+const Unreachable = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EHOSTDOWN", "ECONNTIMEOUT"])
+
+export function createRouter(initial: readonly string[] = [], options: RouterOptions = {}): Router {
+  const connectTimeoutMs = options.connectTimeoutMs ?? 3000
+  const cooldownMs = options.cooldownMs ?? 10_000
+  const now = options.now ?? Date.now
+  /** Upstream origin → when it may be tried again. */
+  const cooling = new Map<string, number>()
   let given: string[] = []
   let targets: URL[] = []
   let next = 0
@@ -55,17 +75,25 @@ export function createRouter(initial: readonly string[] = []): Router {
 
   const server = createServer((req, res) => {
     if (req.url === RouterStatusPath) {
-      sendJson(res, 200, { upstreams: given, ready: targets.length > 0 })
+      const t = now()
+      const coolingDown = given.filter((_, i) => (cooling.get(targets[i]?.origin ?? "") ?? 0) > t)
+      sendJson(res, 200, { upstreams: given, ready: targets.length > 0, coolingDown })
       return
     }
     if (targets.length === 0) {
       sendError(res, 503, "router.no_upstream", "no ready replica to route to yet; retry shortly")
       return
     }
-    // Round-robin start; the retry goes to the following upstream (or the same one if it is alone).
-    const first = next++ % targets.length
-    const order = [targets[first], targets[(first + 1) % targets.length]].filter((t) => t !== undefined)
-    forward(req, res, order)
+    // Round-robin over those not cooling down (all, if every one is); the retry goes to the next.
+    const t = now()
+    const warm = targets.filter((u) => (cooling.get(u.origin) ?? 0) <= t)
+    const pool = warm.length > 0 ? warm : targets
+    const first = next++ % pool.length
+    const order = [pool[first], pool[(first + 1) % pool.length]].filter((u) => u !== undefined)
+    forward(req, res, [...new Set(order)], {
+      connectTimeoutMs,
+      unreachable: (u) => cooling.set(u.origin, now() + cooldownMs),
+    })
   })
 
   return {
@@ -88,26 +116,43 @@ export function createRouter(initial: readonly string[] = []): Router {
   }
 }
 
+interface ForwardOptions {
+  connectTimeoutMs: number
+  /** Called for an upstream that could not be reached. */
+  unreachable: (target: URL) => void
+}
+
 /**
- * Send the request to the first target; if that connection is refused, to the next. The request body
- * is only read once a connection is up, so a refused attempt consumed nothing and the retry is whole.
+ * Send the request to the first target; if it cannot be reached, to the next. The request body is
+ * only read once a connection is up, so an attempt that never connected consumed nothing and the
+ * retry is whole.
  */
-function forward(req: IncomingMessage, res: ServerResponse, targets: URL[]): void {
+function forward(req: IncomingMessage, res: ServerResponse, targets: URL[], options: ForwardOptions): void {
   const [target, ...rest] = targets
   if (!target) return
   const upstream = openUpstream(target, req)
   let connected = false
+  let timer: NodeJS.Timeout | undefined
   const onConnected = () => {
+    clearTimeout(timer)
     connected = true
     req.pipe(upstream)
   }
   upstream.once("socket", (socket) => {
-    if (socket.connecting) socket.once("connect", onConnected)
-    else onConnected() // A reused keep-alive connection.
+    if (!socket.connecting) return onConnected() // A reused keep-alive connection.
+    socket.once("connect", onConnected)
+    timer = setTimeout(() => {
+      const error: NodeJS.ErrnoException = new Error(`no connection within ${options.connectTimeoutMs} ms`)
+      error.code = "ECONNTIMEOUT"
+      upstream.destroy(error)
+    }, options.connectTimeoutMs)
   })
   upstream.once("response", (answer) => relay(answer, res))
   upstream.on("error", (error: NodeJS.ErrnoException) => {
-    if (!connected && error.code === "ECONNREFUSED" && rest.length > 0) return forward(req, res, rest)
+    clearTimeout(timer)
+    const unreachable = !connected && Unreachable.has(error.code ?? "")
+    if (unreachable) options.unreachable(target)
+    if (unreachable && rest.length > 0) return forward(req, res, rest, options)
     if (!res.headersSent)
       sendError(res, 502, "router.upstream_failed", `upstream ${target.origin} failed: ${error.message}`)
     else res.destroy(error)
