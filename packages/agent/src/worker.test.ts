@@ -122,6 +122,37 @@ describe("worker loop", () => {
     await waitFor("the attempt to be forgotten", () => agent.known().length === 0)
   })
 
+  it("holds a new attempt back until the stopping one it replaces has exited and freed its CPUs", async () => {
+    await startAgent()
+    // The old task takes a while to exit after SIGTERM (as a model flushing its state would).
+    const slow = sh('trap "sleep 0.5; exit 143" TERM; while true; do sleep 0.05; done')
+    const twoCpus = { cpu: 2, memoryMiB: 512, gpu: 0 }
+    cp.setDesired([want("t-old", { command: slow, resources: twoCpus })])
+    await cp.waitForReport("t-old", (a) => a.state === "RUNNING")
+    // Placement moved on: the old attempt is gone from the set, a new one needs the same 2 CPUs.
+    cp.setDesired([want("t-new", { command: sh("echo started"), resources: twoCpus })])
+    await cp.waitForReport("t-new", (a) => a.state === "SUCCEEDED")
+    const firstNew = cp.heartbeats.findIndex((b) => b.attempts.some((a) => a.attemptUid === "t-new"))
+    const oldEnded = cp.heartbeats.findIndex((b) =>
+      b.attempts.some((a) => a.attemptUid === "t-old" && a.state !== "RUNNING"),
+    )
+    expect(oldEnded).toBeGreaterThanOrEqual(0)
+    expect(firstNew).toBeGreaterThanOrEqual(oldEnded)
+  })
+
+  it("starts a new attempt at once when what is stopping leaves room for it", async () => {
+    await startAgent()
+    const slow = sh('trap "sleep 1.5; exit 143" TERM; while true; do sleep 0.05; done')
+    const oneCpu = { cpu: 1, memoryMiB: 256, gpu: 0 }
+    cp.setDesired([want("t-old", { command: slow, resources: oneCpu })])
+    await cp.waitForReport("t-old", (a) => a.state === "RUNNING")
+    cp.setDesired([want("t-new", { command: sh("echo started"), resources: oneCpu })])
+    await cp.waitForReport("t-new", (a) => a.state === "SUCCEEDED")
+    // The new one ran to its end while the old one was still stopping (it takes 1.5 s to exit).
+    const last = cp.heartbeats.at(-1)!.attempts.find((a) => a.attemptUid === "t-old")
+    expect(last?.state).toBe("RUNNING")
+  })
+
   it("reports KILLED for an attempt told to stop that it never ran", async () => {
     await startAgent()
     cp.setDesired([want("t-never", { action: "stop" })])

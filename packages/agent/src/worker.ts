@@ -43,6 +43,10 @@ export class WorkerAgent {
    * lists one again, it is reported as what it was instead of being started anew.
    */
   private readonly ended = new Map<string, number>()
+  /** What each attempt started here was placed with (see `fits`). */
+  private readonly held = new Map<string, NonNullable<DesiredAttempt["resources"]>>()
+  /** Attempts held back until stopping ones free their resources (logged once each). */
+  private readonly deferred = new Set<string>()
   private readonly abort = new AbortController()
   private readonly ctx: AttemptContext
   private readonly log: Logger
@@ -186,7 +190,15 @@ export class WorkerAgent {
         if (current) current.update(d)
         else if (this.ended.has(d.attemptUid))
           this.log.warn(`attempt ${d.attemptUid} already ended here; not starting it again`)
-        else this.attempts.set(d.attemptUid, this.create(d))
+        else if (!this.fits(d, desired)) {
+          if (!this.deferred.has(d.attemptUid))
+            this.log.info(`attempt ${d.attemptUid}: waiting for stopping attempts to free their resources`)
+          this.deferred.add(d.attemptUid)
+        } else {
+          this.deferred.delete(d.attemptUid)
+          if (d.resources) this.held.set(d.attemptUid, d.resources)
+          this.attempts.set(d.attemptUid, this.create(d))
+        }
       } else if (current) void current.stop()
       else this.attempts.set(d.attemptUid, new NeverStartedAttempt(d.attemptUid))
     }
@@ -197,11 +209,42 @@ export class WorkerAgent {
       else if (attempt.finalDelivered) {
         attempt.forget?.()
         this.attempts.delete(uid)
+        this.held.delete(uid)
         this.ended.set(uid, Date.now())
       }
     }
     // Keep a day of ended ids: far longer than any answer can lag.
     for (const [uid, at] of this.ended) if (Date.now() - at > 86_400_000) this.ended.delete(uid)
+  }
+
+  /**
+   * Can `d` start now? Not while attempts this agent is stopping (no longer desired to run, not yet
+   * exited) hold resources it needs: the scheduler freed them when it placed `d`, but the process may
+   * take up to the stop grace to exit, and two processes on one GPU is what placement exists to avoid.
+   * Without stopping attempts it always starts: placement decided, and this is no second scheduler.
+   */
+  private fits(d: DesiredAttempt, desired: DesiredAttempt[]): boolean {
+    if (!d.resources) return true
+    const running = new Set(desired.filter((x) => x.action === "run").map((x) => x.attemptUid))
+    const live = [...this.attempts.entries()].filter(([, a]) => !a.finished)
+    if (!live.some(([uid]) => !running.has(uid))) return true
+    const offered = this.options.registration.resources
+    const used = { cpu: 0, memoryMiB: 0, gpu: 0 }
+    for (const [uid] of live) {
+      const r = this.held.get(uid)
+      if (!r) continue
+      used.cpu += r.cpu
+      used.memoryMiB += r.memoryMiB
+      used.gpu += r.gpu
+    }
+    // What the registration left out is not limited here.
+    const within = (used: number, more: number, offer: number | undefined) =>
+      offer === undefined || used + more <= offer + 1e-9
+    return (
+      within(used.cpu, d.resources.cpu, offered.cpu) &&
+      within(used.memoryMiB, d.resources.memoryMiB, offered.memoryMiB) &&
+      within(used.gpu, d.resources.gpu, offered.gpu)
+    )
   }
 
   private create(d: DesiredAttempt): Attempt {

@@ -131,6 +131,9 @@ export const DesiredAttempt = z
     ),
     healthPath: z.string().optional().describe("For replicas: path that answers 200 once ready."),
     upstreams: z.array(z.string()).optional().describe("For routers: the endpoints of the ready replicas."),
+    resources: Resources.optional().describe(
+      "What the attempt was placed with. The agent holds a new attempt back while attempts it is still stopping keep those resources busy.",
+    ),
   })
   .openapi("DesiredAttempt")
 export type DesiredAttempt = z.infer<typeof DesiredAttempt>

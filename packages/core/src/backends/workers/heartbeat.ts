@@ -154,7 +154,15 @@ async function desiredOf(
     const url = swarmUrls.get(job.spec.swarm)
     if (url) env.SWARM_ENDPOINT = url
   }
+  const resources = job.spec.resources
   if (job.serving)
-    return { ...base, kind: "replica", command: job.spec.command, env, healthPath: job.serving.healthPath }
-  return { ...base, kind: "task", command: job.spec.command, env }
+    return {
+      ...base,
+      kind: "replica",
+      command: job.spec.command,
+      env,
+      healthPath: job.serving.healthPath,
+      resources,
+    }
+  return { ...base, kind: "task", command: job.spec.command, env, resources }
 }
