@@ -21,6 +21,8 @@ export interface ControlPlane {
   /** Register; `idempotencyKey` makes a retry after a lost answer return the same worker. */
   register(body: RegisterBody, idempotencyKey: string, signal?: AbortSignal): Promise<Registration>
   heartbeat(workerId: string, attempts: ObservedAttempt[], signal?: AbortSignal): Promise<HeartbeatAnswer>
+  /** Shutting down on purpose: the worker is dead at once rather than after the heartbeat grace. */
+  leave(workerId: string): Promise<void>
 }
 
 /** A failed call. `status` 0 means no HTTP answer at all (network, timeout). */
@@ -96,6 +98,9 @@ export function controlPlane(options: ControlPlaneOptions): ControlPlane {
       const desired = isRecord(json) ? json.desired : undefined
       if (!Array.isArray(desired) || !desired.every(isDesired)) throw invalid(path, "bad desired set")
       return { desired, heartbeatIntervalS: intervalOf(json) }
+    },
+    async leave(workerId) {
+      await post(`/v1/workers/${encodeURIComponent(workerId)}/leave`, {}, {})
     },
   }
 }

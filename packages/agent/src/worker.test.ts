@@ -153,6 +153,17 @@ describe("worker loop", () => {
     expect(last?.state).toBe("RUNNING")
   })
 
+  it("on shutdown it stops its work, reports the final states, then leaves", async () => {
+    await startAgent()
+    const marker = sleepMarker()
+    cp.setDesired([want("t-long", { command: ["sleep", marker] })])
+    await cp.waitForReport("t-long", (a) => a.state === "RUNNING")
+    await agent.shutdown()
+    expect(livingSleeps(marker)).toEqual([])
+    expect(cp.latest("t-long")?.state).toBe("KILLED")
+    expect(cp.left).toEqual(["w-1"])
+  })
+
   it("reports KILLED for an attempt told to stop that it never ran", async () => {
     await startAgent()
     cp.setDesired([want("t-never", { action: "stop" })])

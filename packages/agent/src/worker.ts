@@ -275,6 +275,7 @@ export class WorkerAgent {
     await Promise.all([...this.attempts.values()].map((a) => a.stop()))
   }
 
+  /** Report the final states, then leave: no new work is placed here, and nothing waits for a grace. */
   private async lastHeartbeat(): Promise<void> {
     if (this.workerId === undefined) return
     try {
@@ -284,6 +285,14 @@ export class WorkerAgent {
       )
     } catch (error) {
       this.log.warn(`last heartbeat failed: ${message(error)}`)
+    }
+    try {
+      await this.options.api.leave(this.workerId)
+      this.log.info(`worker ${this.workerId} left the backend`)
+    } catch (error) {
+      this.log.warn(
+        `could not leave (the control plane will judge this worker dead after its grace): ${message(error)}`,
+      )
     }
   }
 

@@ -26,6 +26,8 @@ export interface FakeControlPlane {
   heartbeats: Heartbeat[]
   /** Heartbeats answered with an injected failure. */
   rejected: number
+  /** Workers that left (`POST /v1/workers/{id}/leave`), in order. */
+  left: string[]
   /** Requests that broke the contract (bad body, bad token); a test should expect none. */
   violations: string[]
   /** The desired set every worker gets from now on. */
@@ -62,6 +64,7 @@ export async function startFakeControlPlane(
     registrations: [],
     heartbeats: [],
     rejected: 0,
+    left: [],
     violations: [],
     setDesired: (next) => {
       desired = next
@@ -118,6 +121,14 @@ export async function startFakeControlPlane(
       fake.registrations.push({ workerId, body, idempotencyKey: typeof key === "string" ? key : undefined })
       workers.add(workerId)
       return send(res, 201, { worker: { id: workerId, ...parsed.data }, heartbeatIntervalS: interval })
+    }
+    const leaving = /^\/v1\/workers\/([^/]+)\/leave$/.exec(path)
+    if (req.method === "POST" && leaving?.[1]) {
+      const workerId = decodeURIComponent(leaving[1])
+      if (!workers.has(workerId)) return send(res, 404, error("worker.not_found", `worker ${workerId}`))
+      dead.add(workerId)
+      fake.left.push(workerId)
+      return send(res, 200, { id: workerId, health: "dead" })
     }
     const match = /^\/v1\/workers\/([^/]+)\/heartbeat$/.exec(path)
     if (req.method === "POST" && match?.[1]) {

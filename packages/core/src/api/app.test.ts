@@ -709,6 +709,21 @@ describe("workers", () => {
     expect(Date.parse(listed[0].lastSeen) - Date.parse(listed[0].registeredAt)).toBe(7000)
   })
 
+  test("a worker that leaves is dead at once: heartbeats get 410, leaving again is the same, its event says why", async () => {
+    const api = await withBackend()
+    const id = (await api.call("POST", "/v1/workers/register", { body: worker })).json.worker.id
+    const left = await api.call("POST", `/v1/workers/${id}/leave`)
+    expect(left.status).toBe(200)
+    expect(left.json).toMatchObject({ id, health: "dead" })
+    const hb = await api.call("POST", `/v1/workers/${id}/heartbeat`, { body: { attempts: [] } })
+    expect(hb.status).toBe(410)
+    expect(hb.json.error.code).toBe("worker.dead")
+    expect((await api.call("POST", `/v1/workers/${id}/leave`)).json.health).toBe("dead")
+    expect((await api.call("POST", "/v1/workers/w-nope/leave")).json.error.code).toBe("worker.not_found")
+    const listed = (await api.call("GET", "/v1/workers?backendId=local")).json.items
+    expect(listed.map((w: { health: string }) => w.health)).toEqual(["dead"])
+  })
+
   test("a worker must name a workers backend and one of its scale groups", async () => {
     const api = await withBackend()
     const bad = await api.call("POST", "/v1/workers/register", { body: { ...worker, scaleGroup: "gpu" } })

@@ -65,6 +65,28 @@ export function Workers(store: StateStore, clock: Clock, events: EventLog) {
       return updated?.data
     },
 
+    /**
+     * A worker that shuts down on purpose leaves: it is dead at once (no new work is placed on it, and
+     * the next reconcile pass requeues whatever it still held), instead of after the heartbeat grace.
+     * Leaving twice is the same as once.
+     */
+    async leave(project: string, id: string): Promise<Worker | undefined> {
+      let from: Worker["health"] | undefined
+      const updated = await mutate<Worker>(store, Keys.worker(project, id), (item) => {
+        if (item.data.health === "dead") return undefined
+        from = item.data.health
+        return { ...item, data: { ...item.data, health: "dead", lastSeen: iso(clock.now()) } }
+      })
+      if (from !== undefined)
+        await events.record(project, Keys.worker(project, id).pk, {
+          entity: { kind: "worker", id },
+          from,
+          to: "dead",
+          reason: "left",
+        })
+      return updated?.data
+    },
+
     async get(project: string, id: string): Promise<Worker | undefined> {
       return (await store.get<Worker>(Keys.worker(project, id)))?.data
     },

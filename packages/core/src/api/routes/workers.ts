@@ -8,7 +8,7 @@ import {
   RegisterWorkerResponse,
   Worker,
 } from "../../model/worker"
-import { VisibleError } from "../../util/errors"
+import { NotFoundError, VisibleError } from "../../util/errors"
 import { requireRole } from "../auth"
 import type { ApiDeps } from "../context"
 import {
@@ -92,6 +92,29 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
         { desired, heartbeatIntervalS: await intervalOf(deps, caller.project, worker.backendId) },
         200,
       )
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/workers/{id}/leave",
+      tags: ["workers"],
+      summary: "Leave: a worker shutting down on purpose is dead at once; what it held is requeued",
+      security,
+      request: { params: idParam("Worker") },
+      responses: {
+        200: jsonResponse(Worker, "The worker, now dead."),
+        ...errors(401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const caller = c.get("caller")
+      requireRole(caller, "write")
+      const { id } = c.req.valid("param")
+      const worker = await deps.repos.workers.leave(caller.project, id)
+      if (!worker) throw new NotFoundError("worker", id)
+      return c.json(worker, 200)
     },
   )
 
