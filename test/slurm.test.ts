@@ -261,6 +261,29 @@ suite("slurm backend on a real cluster", () => {
       args: ["--host", "0.0.0.0"],
     })
     expect(res.status).toBe(202)
+    // Input and output live on the cluster, where the tasks read and write them.
+    const s = ssh()
+    const dir = (await s.exec("mktemp -d /tmp/swarmplane-batch-XXXXXX")).stdout.trim()
+    const rows = Array.from({ length: 1000 }, (_, i) => ({ id: `s-${i}`, prompt: `slurm prompt ${i}` }))
+    await s.exec(`cat > ${dir}/rows.jsonl`, rows.map((r) => `${JSON.stringify(r)}\n`).join(""))
+    // Submitted while the swarm still starts: the tasks wait for it rather than run without an endpoint.
+    const id = await submit({
+      swarm: "slurm-batch",
+      tasks: 4,
+      batch: { input: `${dir}/rows.jsonl`, output: `${dir}/out`, concurrency: 8, checkpointEvery: 50 },
+    })
+    const waiting = await until(
+      "the tasks to wait for the swarm",
+      async () => {
+        const j = await job(id)
+        return j.tasks[0].pendingReason && j
+      },
+      30_000,
+    )
+    expect(waiting.tasks[0]).toMatchObject({
+      state: "PENDING",
+      pendingReason: "waiting for swarm slurm-batch to be RUNNING",
+    })
     const swarm = await until(
       "the swarm to be RUNNING",
       async () => {
@@ -269,11 +292,6 @@ suite("slurm backend on a real cluster", () => {
       },
       150_000,
     )
-    // Input and output live on the cluster, where the tasks read and write them.
-    const s = ssh()
-    const dir = (await s.exec("mktemp -d /tmp/swarmplane-batch-XXXXXX")).stdout.trim()
-    const rows = Array.from({ length: 1000 }, (_, i) => ({ id: `s-${i}`, prompt: `slurm prompt ${i}` }))
-    await s.exec(`cat > ${dir}/rows.jsonl`, rows.map((r) => `${JSON.stringify(r)}\n`).join(""))
     const readLines = async (path: string) =>
       (await s.exec(`cat ${path}`)).stdout
         .split("\n")
@@ -296,11 +314,6 @@ suite("slurm backend on a real cluster", () => {
       ).toEqual([])
     }
     try {
-      const id = await submit({
-        swarm: "slurm-batch",
-        tasks: 4,
-        batch: { input: `${dir}/rows.jsonl`, output: `${dir}/out`, concurrency: 8, checkpointEvery: 50 },
-      })
       const done = await finished(id, 150_000)
       expect(done.status).toBe("SUCCEEDED")
       expect(

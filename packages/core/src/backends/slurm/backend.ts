@@ -127,10 +127,31 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
       runtime = r
     },
 
-    /** Slurm places the work: every pending task gets an attempt, one submission per job's batch of them. */
+    /**
+     * Slurm places the work: every pending task gets an attempt, one submission per job's batch of them,
+     * except tasks of a job against a swarm that does not serve yet (`SWARM_ENDPOINT` must mean something).
+     */
     async schedule(request): Promise<ScheduleResult> {
       const byJob = new Map<string, TaskRef[]>()
-      for (const ref of request.pending) byJob.set(ref.job.id, [...(byJob.get(ref.job.id) ?? []), ref])
+      const pendingReasons = new Map<string, string>()
+      const serving = new Map<string, boolean>()
+      for (const ref of request.pending) {
+        const swarm = ref.job.spec.swarm
+        if (swarm && !ref.job.serving) {
+          if (!serving.has(swarm)) {
+            const s = await rt().repos.swarms.get(project, swarm)
+            serving.set(swarm, s?.phase === "RUNNING" && !!s.url)
+          }
+          if (!serving.get(swarm)) {
+            pendingReasons.set(
+              `${ref.job.id}/${ref.task.data.index}`,
+              `waiting for swarm ${swarm} to be RUNNING`,
+            )
+            continue
+          }
+        }
+        byJob.set(ref.job.id, [...(byJob.get(ref.job.id) ?? []), ref])
+      }
       const assignments: ScheduleResult["assignments"] = []
       for (const refs of byJob.values()) {
         const name = `${JOB_NAME_PREFIX}${newId("s", rt().clock.now())}`
@@ -138,7 +159,7 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
         for (const [index, ref] of ordered.entries())
           assignments.push({ ref, attemptUid: request.mintAttemptUid(), submission: `${name}#${index}` })
       }
-      return { assignments, preemptions: [], pendingReasons: new Map() }
+      return { assignments, preemptions: [], pendingReasons }
     },
 
     async launch(request): Promise<LaunchResult> {
