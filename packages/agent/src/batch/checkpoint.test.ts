@@ -14,8 +14,8 @@ import {
   shardDir,
   type Winner,
   wins,
-  writeFileAtomic,
 } from "./checkpoint"
+import { LocalOutput, writeFileAtomic } from "./output-store"
 
 const scratch = () => mkdtempSync(join(tmpdir(), "swarmplane-checkpoint-"))
 
@@ -73,18 +73,19 @@ describe("wins (last write wins, a response is never replaced by an error)", () 
 describe("parts", () => {
   it("writes whole parts (no .tmp left) and reads the winner per id across attempts", async () => {
     const out = scratch()
-    const dir = shardDir(out, 2)
-    const first = new PartWriter(dir, "att-1", 1)
+    const store = LocalOutput(out)
+    const dir = shardDir(2)
+    const first = new PartWriter(store, dir, "att-1", 1)
     await first.write([result("a", 1), result("b", 1, "HTTP 500"), result("c", 1)])
     await first.write([result("d", 2, "HTTP 429")])
-    const second = new PartWriter(dir, "att-2", nextSeq(await listParts(dir), "att-2"))
+    const second = new PartWriter(store, dir, "att-2", nextSeq(await listParts(store, dir), "att-2"))
     await second.write([result("b", 5), result("d", 5, "HTTP 503"), result("a", 0, "late error")])
-    expect(readdirSync(dir).sort()).toEqual([
+    expect(readdirSync(join(out, dir)).sort()).toEqual([
       "part-att-1-000001.jsonl",
       "part-att-1-000002.jsonl",
       "part-att-2-000001.jsonl",
     ])
-    const { winners, parts, unreadable } = await readParts(dir)
+    const { winners, parts, unreadable } = await readParts(store, dir)
     expect(parts).toHaveLength(3)
     expect(unreadable).toBe(0)
     expect(Object.fromEntries([...winners].map(([id, v]) => [id, v.ok]))).toEqual({
@@ -98,18 +99,18 @@ describe("parts", () => {
 
   it("ignores temporary files, other files and lines that do not parse", async () => {
     const out = scratch()
-    const dir = shardDir(out, 0)
-    mkdirSync(dir, { recursive: true })
+    const dir = join(out, shardDir(0))
+    mkdirSync(join(dir, "part-sub-000003.jsonl"), { recursive: true })
     writeFileSync(join(dir, "part-x-000001.jsonl.123.tmp"), `${JSON.stringify(result("t", 1))}\n`)
     writeFileSync(join(dir, "notes.jsonl"), `${JSON.stringify(result("n", 1))}\n`)
     writeFileSync(join(dir, "part-x-000002.jsonl"), `${JSON.stringify(result("ok", 1))}\n{"id":\n[]\n\n`)
-    const { winners, unreadable } = await readParts(dir)
+    const { winners, unreadable } = await readParts(LocalOutput(out), shardDir(0))
     expect([...winners.keys()]).toEqual(["ok"])
     expect(unreadable).toBe(2)
   })
 
   it("reads nothing from a shard that has no folder yet", async () => {
-    const { winners, parts } = await readParts(join(scratch(), "shard-9"))
+    const { winners, parts } = await readParts(LocalOutput(join(scratch(), "absent")), shardDir(9))
     expect(winners.size).toBe(0)
     expect(parts).toEqual([])
   })
@@ -118,13 +119,23 @@ describe("parts", () => {
 describe("mergeParts", () => {
   it("writes the winner of every id in input order, and counts what is missing or stale", async () => {
     const out = scratch()
-    const dir = shardDir(out, 1)
-    await new PartWriter(dir, "b", 1).write([result("z", 3), result("x", 1, "HTTP 500"), result("gone", 1)])
-    await new PartWriter(dir, "a", 1).write([result("x", 2), result("y", 2, "HTTP 400"), result("z", 1)])
-    const merged = await mergeParts(out, 1, ["x", "y", "z", "w"])
+    const store = LocalOutput(out)
+    const dir = shardDir(1)
+    await new PartWriter(store, dir, "b", 1).write([
+      result("z", 3),
+      result("x", 1, "HTTP 500"),
+      result("gone", 1),
+    ])
+    await new PartWriter(store, dir, "a", 1).write([
+      result("x", 2),
+      result("y", 2, "HTTP 400"),
+      result("z", 1),
+    ])
+    const merged = await mergeParts(store, 1, ["x", "y", "z", "w"])
     expect(merged).toMatchObject({ rows: 3, done: 2, failed: 1, missing: 1, stale: 1 })
-    expect(merged.file).toBe(join(out, "shard-1.jsonl"))
-    const rows = readJsonl(merged.file)
+    expect(merged.name).toBe("shard-1.jsonl")
+    expect(merged.where).toBe(join(out, "shard-1.jsonl"))
+    const rows = readJsonl(merged.where)
     expect(rows.map((r) => r.id)).toEqual(["x", "y", "z"])
     expect(rows[0]?.response).toEqual({ text: "answer x @2" })
     expect(rows[1]?.error).toEqual({ message: "HTTP 400", attempts: 3 })

@@ -1,8 +1,8 @@
 /**
- * The durable state of a shard: parts of finished rows under `DIR/shard-<ID>/`, each written whole
- * (to a `.tmp` file, fsync'd, renamed, directory fsync'd) so a part that exists is complete. Parts of
- * every attempt stay side by side (`part-<runId>-<seq>.jsonl`); reading them all tells which rows are
- * done, and merging them gives `DIR/shard-<ID>.jsonl`.
+ * The durable state of a shard: parts of finished rows under `shard-<ID>/` of the output store, each
+ * written whole (an `OutputStore` write: tmp + fsync + rename locally, one PutObject on S3) so a part
+ * that exists is complete. Parts of every attempt stay side by side (`part-<runId>-<seq>.jsonl`);
+ * reading them all tells which rows are done, and merging them gives `shard-<ID>.jsonl`.
  *
  * Which write wins for an id seen more than once: the one finished last (`finishedAt`, then the later
  * part in name order and the later line), except that a response is never replaced by an error (an
@@ -10,11 +10,8 @@
  * attempt, and it must not erase a result).
  */
 import { randomBytes } from "node:crypto"
-import { createReadStream } from "node:fs"
-import { mkdir, open, readdir, rename, rm } from "node:fs/promises"
-import { dirname, join } from "node:path"
-import { createInterface } from "node:readline"
 import type { RowError } from "./client"
+import type { OutputStore } from "./output-store"
 
 /** One line of a part and of the merged output. */
 export interface ResultRow {
@@ -40,8 +37,13 @@ export interface Winner {
 
 const PartName = /^part-(.+)-(\d+)\.jsonl$/
 
-export const shardDir = (output: string, shardId: number) => join(output, `shard-${shardId}`)
-export const mergedFile = (output: string, shardId: number) => join(output, `shard-${shardId}.jsonl`)
+/** Reads of parts in flight at once (on S3, a GetObject each). */
+const ReadAhead = 8
+
+/** The shard's folder in the output store. */
+export const shardDir = (shardId: number) => `shard-${shardId}`
+/** The shard's merged results in the output store. */
+export const mergedName = (shardId: number) => `shard-${shardId}.jsonl`
 
 /** `part-<runId>-<seq>.jsonl`, with the sequence zero-padded so names sort in write order. */
 export function partName(runId: string, seq: number): string {
@@ -61,13 +63,9 @@ export function wins(candidate: Winner, current: Winner | undefined): boolean {
   return candidate.finishedAt >= current.finishedAt
 }
 
-/** The parts in a shard directory, in name order (none when it does not exist yet). */
-export async function listParts(dir: string): Promise<string[]> {
-  const names = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT") return [] as string[]
-    throw error
-  })
-  return names.filter((n) => PartName.test(n)).sort()
+/** The parts in a shard folder, in name order (none when it does not exist yet). */
+export async function listParts(store: OutputStore, dir: string): Promise<string[]> {
+  return (await store.list(dir)).filter((n) => PartName.test(n))
 }
 
 /** The next sequence number for `runId`: after its highest part, so a rerun never overwrites one. */
@@ -85,15 +83,23 @@ export function nextSeq(parts: readonly string[], runId: string): number {
  * (parts are written whole, so there should be none).
  */
 export async function readParts(
+  store: OutputStore,
   dir: string,
   { keepLines = false } = {},
 ): Promise<{ winners: Map<string, Winner>; parts: string[]; unreadable: number }> {
-  const parts = await listParts(dir)
+  const parts = await listParts(store, dir)
   const winners = new Map<string, Winner>()
   let unreadable = 0
-  for (const name of parts) {
-    const lines = createInterface({ input: createReadStream(join(dir, name)), crlfDelay: Infinity })
-    for await (const line of lines) {
+  // Read a few parts ahead (S3 round trips), but apply them in name order: ties go to the later part.
+  const texts: Promise<string | undefined>[] = []
+  for (let i = 0; i < parts.length; i++) {
+    while (texts.length < Math.min(parts.length, i + ReadAhead)) {
+      const text = store.read(`${dir}/${parts[texts.length]}`)
+      text.catch(() => {}) // awaited in turn below; a failure ahead must not go unhandled meanwhile
+      texts.push(text)
+    }
+    const text = await texts[i]
+    for (const line of text?.split(/\r?\n/) ?? []) {
       if (!line.trim()) continue
       const row = parseResult(line)
       if (!row) {
@@ -120,38 +126,12 @@ function parseResult(line: string): Pick<ResultRow, "id" | "error" | "finishedAt
   }
 }
 
-/**
- * Write a file whole: to `<path>.<pid>.tmp`, fsync, rename over `path`, fsync the directory. A reader
- * sees the old file or the new one, never a part of one, and the rename survives a crash.
- */
-export async function writeFileAtomic(path: string, text: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`
-  const file = await open(tmp, "w")
-  try {
-    await file.writeFile(text)
-    await file.sync()
-  } catch (error) {
-    await file.close().catch(() => {})
-    await rm(tmp, { force: true })
-    throw error
-  }
-  await file.close()
-  await rename(tmp, path)
-  await syncDir(dirname(path))
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, "r").catch(() => undefined)
-  // Some file systems refuse fsync on a directory; the rename is then as durable as they make it.
-  await handle?.sync().catch(() => {})
-  await handle?.close()
-}
-
 /** Writes this run's parts, numbered on from what is already there. */
 export class PartWriter {
   private seq: number
 
   constructor(
+    readonly store: OutputStore,
     readonly dir: string,
     readonly runId: string,
     firstSeq: number,
@@ -159,26 +139,34 @@ export class PartWriter {
     this.seq = firstSeq
   }
 
-  /** Write `rows` as the next part; returns its file name. */
+  /** Write `rows` as the next part; returns its name (in the shard folder). */
   async write(rows: readonly ResultRow[]): Promise<string> {
-    await mkdir(this.dir, { recursive: true })
     const name = partName(this.runId, this.seq++)
-    await writeFileAtomic(join(this.dir, name), rows.map((r) => `${JSON.stringify(r)}\n`).join(""))
+    await this.store.write(`${this.dir}/${name}`, rows.map((r) => `${JSON.stringify(r)}\n`).join(""))
     return name
   }
 }
 
 /**
- * Merge every part of the shard into `DIR/shard-<ID>.jsonl`: one line per id of `order` (the shard's
+ * Merge every part of the shard into `shard-<ID>.jsonl`: one line per id of `order` (the shard's
  * ids in input order) that has a result, the winner of each. Ids in parts but not in `order` (an
- * input that changed between attempts) are left out and counted.
+ * input that changed between attempts) are left out and counted. Returns the merged output's name
+ * in the store and where it is (a path or an `s3://` URL).
  */
 export async function mergeParts(
-  output: string,
+  store: OutputStore,
   shardId: number,
   order: readonly string[],
-): Promise<{ file: string; rows: number; done: number; failed: number; missing: number; stale: number }> {
-  const { winners } = await readParts(shardDir(output, shardId), { keepLines: true })
+): Promise<{
+  name: string
+  where: string
+  rows: number
+  done: number
+  failed: number
+  missing: number
+  stale: number
+}> {
+  const { winners } = await readParts(store, shardDir(shardId), { keepLines: true })
   const lines: string[] = []
   let done = 0
   let failed = 0
@@ -190,7 +178,8 @@ export async function mergeParts(
     else failed++
     winners.delete(id)
   }
-  const file = mergedFile(output, shardId)
-  await writeFileAtomic(file, lines.join(""))
-  return { file, rows: lines.length, done, failed, missing: order.length - lines.length, stale: winners.size }
+  const name = mergedName(shardId)
+  await store.write(name, lines.join(""))
+  const missing = order.length - lines.length
+  return { name, where: store.where(name), rows: lines.length, done, failed, missing, stale: winners.size }
 }

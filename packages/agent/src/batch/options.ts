@@ -8,6 +8,7 @@ import { formatOf, InputFormat } from "./input"
 import { ProgressFileVariable } from "./progress"
 import { Api } from "./rows"
 import type { BatchConfig } from "./runner"
+import { parseS3Prefix } from "./s3"
 import { ShardBy } from "./shard"
 
 /** The test hook's variable: exit 3 right after the checkpoint that reaches N done rows. */
@@ -17,7 +18,7 @@ export const runBatchHelp = `swarmplane-agent run-batch: run one shard of a batc
 
 Options:
   --input PATH|s3://B/K     JSONL, CSV (header row) or Parquet; local or on S3 (required)
-  --output DIR              local folder for parts and results; created if missing (required)
+  --output DIR|s3://B/P     folder (created if missing) or S3 prefix for parts and results (required)
   --format F                jsonl | csv | parquet (default: from the extension)
   --id-column C             the id column (default id); ids must be unique
   --prompt-column C         the prompt column (default prompt); for chat, a "messages" array wins
@@ -35,10 +36,11 @@ Options:
 
 Environment:
   SWARM_ENDPOINT, SWARM_API_TOKEN (sent as a Bearer token), SHARD_ID and NSHARDS (default 0 and 1),
-  ATTEMPT_UID (names the parts), ${ProgressFileVariable} (a copy of progress.json),
-  AWS_REGION, AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL (S3), ${FailAfterVariable} (tests)
+  ATTEMPT_UID (names the parts), ${ProgressFileVariable} (a local copy of progress.json, also with
+  an S3 output), AWS_REGION, AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL (S3 input and output),
+  ${FailAfterVariable} (tests)
 
-Output (DIR):
+Output (in DIR, or under the S3 prefix; a retried shard resumes from the parts there):
   shard-<ID>/part-<ATTEMPT_UID>-<seq>.jsonl   checkpoints: {id, request, response, usage, error, finishedAt}
   shard-<ID>/progress.json                    {total, done, failed, retries, skipped, updatedAt, ...}
   shard-<ID>/done.json                        written at the end
@@ -72,7 +74,13 @@ export function parseRunBatch(args: string[], env: NodeJS.ProcessEnv): BatchConf
   })
   if (!v) return "help"
   const input = required(v.input, "--input", "a JSONL, CSV or Parquet file, or s3://bucket/key")
-  const output = required(v.output, "--output", "a local folder for the results, e.g. --output out")
+  const output = required(
+    v.output,
+    "--output",
+    "a folder or s3://bucket/prefix for the results, e.g. --output out",
+  )
+  if (output.startsWith("s3://") && !parseS3Prefix(output))
+    throw new UsageError(`--output: "${output}" is not an s3://bucket/prefix URL`)
   const format = oneOf(str(v.format) ?? formatOf(input), InputFormat, "--format")
   if (!format)
     throw new UsageError(

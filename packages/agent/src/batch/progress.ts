@@ -1,8 +1,9 @@
 /**
- * The progress of one shard, as JSON: `DIR/shard-<ID>/progress.json`, and the same document in the
- * file named by `SWARMPLANE_PROGRESS_FILE` when that variable is set (the agent points it at a path
- * of its own and reads it to report the task's counters). Both are replaced whole (atomic rename) at
- * the start, at every checkpoint and at the end, so a reader never sees half a document.
+ * The progress of one shard, as JSON: `shard-<ID>/progress.json` in the output (a folder or an S3
+ * prefix), and the same document in the local file named by `SWARMPLANE_PROGRESS_FILE` when that
+ * variable is set (the agent points it at a path of its own and reads it to report the task's
+ * counters; it stays local when the output is on S3). Both are replaced whole (an atomic rename, a
+ * PutObject) at the start, at every checkpoint and at the end, so a reader never sees half a document.
  *
  * Counters, for the shard's `total` rows: `done` rows have a response (those of earlier attempts
  * included), `failed` rows were written with an error by this attempt, so `total - done - failed`
@@ -10,8 +11,7 @@
  * counts the requests this attempt repeated (429, 5xx, timeouts, connection errors).
  */
 import { readFile } from "node:fs/promises"
-import { join } from "node:path"
-import { writeFileAtomic } from "./checkpoint"
+import { type OutputStore, writeFileAtomic } from "./output-store"
 
 /** The environment variable that names the extra progress file. */
 export const ProgressFileVariable = "SWARMPLANE_PROGRESS_FILE"
@@ -36,12 +36,18 @@ export interface BatchProgress {
   updatedAt: string
 }
 
-export const progressPath = (shardDir: string) => join(shardDir, "progress.json")
+/** The shard's progress document in the output store. */
+export const progressName = (shardDir: string) => `${shardDir}/progress.json`
 
-/** Write the document to the shard's progress.json and to `extraFile` when given. */
-export async function writeProgress(shardDir: string, progress: BatchProgress, extraFile?: string) {
+/** Write the document to the shard's progress.json and to the local file `extraFile` when given. */
+export async function writeProgress(
+  store: OutputStore,
+  shardDir: string,
+  progress: BatchProgress,
+  extraFile?: string,
+): Promise<void> {
   const text = `${JSON.stringify(progress)}\n`
-  await writeFileAtomic(progressPath(shardDir), text)
+  await store.write(progressName(shardDir), text)
   if (extraFile) await writeFileAtomic(extraFile, text)
 }
 

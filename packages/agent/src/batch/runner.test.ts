@@ -7,72 +7,15 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { createEchoServer, type EchoServer } from "../echo-server"
 import { silentLogger } from "../logger"
 import { main } from "../main"
 import { parseRunBatch } from "./options"
-import { type BatchConfig, runBatch } from "./runner"
+import { runBatch } from "./runner"
 import { hashShard } from "./shard"
-import { fixtureRows, toJsonl } from "./testing/fixtures"
+import { toJsonl } from "./testing/fixtures"
+import { closeEchoServers, config, echo, input, type Line, lines, replyOf } from "./testing/runs"
 
-const servers: EchoServer[] = []
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()))
-})
-
-async function echo(options: Parameters<typeof createEchoServer>[0] = {}) {
-  const server = createEchoServer(options)
-  servers.push(server)
-  const port = await server.listen(0)
-  return { server, endpoint: `http://127.0.0.1:${port}` }
-}
-
-function input(n: number): { file: string; rows: ReturnType<typeof fixtureRows> } {
-  const dir = mkdtempSync(join(tmpdir(), "swarmplane-runner-in-"))
-  const rows = fixtureRows(n)
-  const file = join(dir, "in.jsonl")
-  writeFileSync(file, toJsonl(rows))
-  return { file, rows }
-}
-
-function config(file: string, endpoint: string, extra: Partial<BatchConfig> = {}): BatchConfig {
-  return {
-    input: file,
-    format: "jsonl",
-    output: mkdtempSync(join(tmpdir(), "swarmplane-runner-out-")),
-    idColumn: "id",
-    promptColumn: "prompt",
-    shardBy: "hash",
-    shardId: 0,
-    nshards: 1,
-    endpoint,
-    api: "chat",
-    concurrency: 8,
-    requestTimeoutS: 30,
-    retry: { maxRetries: 8, initialMs: 1, maxMs: 5 },
-    checkpointEvery: 25,
-    ...extra,
-  }
-}
-
-interface Line {
-  id: string
-  request: { messages: { content: string }[] } | { prompt: string } | null
-  response: { choices: ({ message: { content: string } } | { text: string })[] } | null
-  usage: { total_tokens: number } | null
-  error: { message: string; status?: number; attempts: number } | null
-}
-
-const lines = (file: string): Line[] =>
-  readFileSync(file, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Line)
-
-const replyOf = (line: Line) => {
-  const choice = line.response?.choices[0]
-  return choice && "message" in choice ? choice.message.content : choice?.text
-}
+afterEach(closeEchoServers)
 
 describe("runBatch", () => {
   it("answers every row of the shard once, in input order, with the echo response and usage", async () => {
@@ -243,6 +186,11 @@ describe("swarmplane-agent run-batch", () => {
       attemptUid: "at-1",
       endpoint: "http://e:8000",
     })
+    const env = { SWARM_ENDPOINT: "http://e" }
+    expect(parseRunBatch(["--input", "s3://b/in.jsonl", "--output", "s3://b/out/"], env)).toMatchObject({
+      input: "s3://b/in.jsonl",
+      output: "s3://b/out/",
+    })
   })
 
   const usage: [string[], Record<string, string>, RegExp][] = [
@@ -253,6 +201,11 @@ describe("swarmplane-agent run-batch", () => {
       /--format: cannot tell.*add --format/,
     ],
     [["--input", "x.jsonl", "--output", "o"], {}, /set SWARM_ENDPOINT/],
+    [
+      ["--input", "x.jsonl", "--output", "s3://"],
+      { SWARM_ENDPOINT: "http://e" },
+      /--output.*s3:\/\/bucket\/prefix/,
+    ],
     [
       ["--input", "x.jsonl", "--output", "o", "--concurrency", "0"],
       { SWARM_ENDPOINT: "http://e" },

@@ -1,26 +1,18 @@
 /**
  * The batch runner of one shard: select its rows, skip those earlier attempts finished, send the rest
  * to the endpoint with at most `concurrency` requests in flight, write a part every `checkpointEvery`
- * finished rows, then merge every part into `DIR/shard-<ID>.jsonl` and write `done.json`.
+ * finished rows, then merge every part into `shard-<ID>.jsonl` and write `done.json`, all in the
+ * output store (a local folder or an S3 prefix, see output-store.ts).
  *
- * Steps: 1. select the shard's rows; 2. read the parts to skip done rows; 3. resolve the model;
- * 4. run the pool, checkpointing; 5. merge, write done.json and the final progress.
+ * Steps: 1. read the parts to skip done rows (first, so an output that cannot be read fails before a
+ * large input is read); 2. select the shard's rows; 3. resolve the model; 4. run the pool,
+ * checkpointing; 5. merge, write done.json and the final progress.
  */
-import { mkdir } from "node:fs/promises"
-import { basename, join } from "node:path"
 import { type Logger, silentLogger } from "../logger"
-import {
-  mergeParts,
-  nextSeq,
-  PartWriter,
-  type ResultRow,
-  readParts,
-  runIdOf,
-  shardDir,
-  writeFileAtomic,
-} from "./checkpoint"
+import { mergeParts, nextSeq, PartWriter, type ResultRow, readParts, runIdOf, shardDir } from "./checkpoint"
 import { endpointClient, type RetryPolicy, StoppedError } from "./client"
 import { type InputFormat, openSource } from "./input"
+import { type OutputStore, openOutput } from "./output-store"
 import { type BatchProgress, type ProgressState, writeProgress } from "./progress"
 import { type Api, ApiPath, type BatchRow, MessagesColumn, requestBody } from "./rows"
 import { selectShard } from "./select"
@@ -29,6 +21,7 @@ import type { ShardBy } from "./shard"
 export interface BatchConfig {
   input: string
   format: InputFormat
+  /** A local folder or `s3://bucket/prefix`. */
   output: string
   idColumn: string
   promptColumn: string
@@ -68,17 +61,29 @@ export interface RunOptions {
 export interface BatchResult {
   outcome: "succeeded" | "failed" | "stopped" | "injected"
   progress: BatchProgress
-  /** The merged output, when the run got that far. */
+  /** Where the merged output is (a path or an `s3://` URL), when the run got that far. */
   merged?: string
 }
 
 export async function runBatch(config: BatchConfig, options: RunOptions = {}): Promise<BatchResult> {
+  const store = await openOutput(config.output, options.env ?? process.env)
+  try {
+    return await runShard(config, store, options)
+  } finally {
+    store.close()
+  }
+}
+
+async function runShard(config: BatchConfig, store: OutputStore, options: RunOptions): Promise<BatchResult> {
   const log = options.log ?? silentLogger
-  const dir = shardDir(config.output, config.shardId)
+  const dir = shardDir(config.shardId)
   const runId = runIdOf(config.attemptUid)
   const label = `shard ${config.shardId}/${config.nshards}`
 
-  // 1. The shard's rows.
+  // 1. What earlier attempts finished (rows with an error are tried again).
+  const earlier = await readParts(store, dir)
+
+  // 2. The shard's rows.
   const columns = { idColumn: config.idColumn, promptColumn: config.promptColumn }
   const source = await openSource(config.input, config.format, [...Object.values(columns), MessagesColumn], {
     env: options.env,
@@ -89,9 +94,6 @@ export async function runBatch(config: BatchConfig, options: RunOptions = {}): P
     { shardId: config.shardId, nshards: config.nshards },
     columns,
   ).finally(() => source.close())
-
-  // 2. What earlier attempts finished (rows with an error are tried again).
-  const earlier = await readParts(dir)
   const todo = rows.filter((r) => !earlier.winners.get(r.id)?.ok)
   const progress: BatchProgress = {
     shardId: config.shardId,
@@ -108,12 +110,11 @@ export async function runBatch(config: BatchConfig, options: RunOptions = {}): P
   const report = async (state: ProgressState) => {
     progress.state = state
     progress.updatedAt = new Date().toISOString()
-    await writeProgress(dir, progress, config.progressFile)
+    await writeProgress(store, dir, progress, config.progressFile)
   }
   log.info(
     `${label}: ${rows.length} of ${inputRows} rows (${config.shardBy}), ${progress.skipped} done by earlier attempts, ${todo.length} to do; run ${runId}`,
   )
-  await mkdir(dir, { recursive: true })
   await report("running")
 
   // 3–4. The requests.
@@ -137,7 +138,7 @@ export async function runBatch(config: BatchConfig, options: RunOptions = {}): P
       const model = config.model ?? (await client.models())[0]
       if (!model) throw new Error(`${config.endpoint} lists no model; pass --model`)
       log.info(`${label}: ${config.api} API of ${config.endpoint}, model ${model}`)
-      const writer = new PartWriter(dir, runId, nextSeq(earlier.parts, runId))
+      const writer = new PartWriter(store, dir, runId, nextSeq(earlier.parts, runId))
       const send = async (row: BatchRow): Promise<ResultRow> => {
         const built = requestBody(row, { ...config, model })
         const finished = (r: Omit<ResultRow, "id" | "finishedAt">): ResultRow => ({
@@ -222,7 +223,7 @@ export async function runBatch(config: BatchConfig, options: RunOptions = {}): P
 
   // 5. Merge every part (this attempt's and earlier ones'), then record the end.
   const merged = await mergeParts(
-    config.output,
+    store,
     config.shardId,
     rows.map((r) => r.id),
   )
@@ -237,15 +238,15 @@ export async function runBatch(config: BatchConfig, options: RunOptions = {}): P
     total: rows.length,
     done: merged.done,
     failed: merged.failed,
-    output: basename(merged.file),
+    output: merged.name,
     finishedAt: new Date().toISOString(),
   }
-  await writeFileAtomic(join(dir, "done.json"), `${JSON.stringify(doneJson, null, 2)}\n`)
+  await store.write(`${dir}/done.json`, `${JSON.stringify(doneJson, null, 2)}\n`)
   await report(outcome)
   log.info(
-    `${label}: merged ${merged.rows} rows into ${merged.file}: ${merged.done} done, ${merged.failed} failed`,
+    `${label}: merged ${merged.rows} rows into ${merged.where}: ${merged.done} done, ${merged.failed} failed`,
   )
-  return { outcome, progress, merged: merged.file }
+  return { outcome, progress, merged: merged.where }
 }
 
 function usageOf(response: unknown): unknown {

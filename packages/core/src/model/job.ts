@@ -34,7 +34,7 @@ export const BatchSpec = z
       .min(1)
       .max(2048)
       .describe(
-        "Folder for the results: `shard-<n>.jsonl` per shard, and checkpoint parts that a retried shard resumes from.",
+        "Folder for the results, or an `s3://bucket/prefix` (same layout): `shard-<n>.jsonl` per shard, and checkpoint parts that a retried shard resumes from.",
       ),
     format: z
       .enum(["jsonl", "csv", "parquet"])

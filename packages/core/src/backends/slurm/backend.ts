@@ -39,7 +39,7 @@ import {
   statusCommand,
   submitOrAdoptCommand,
 } from "./remote"
-import { outputDirOf, outputPath, type Submission, sbatchScript, sh } from "./script"
+import { outputDirOf, outputPath, progressPath, type Submission, sbatchScript, sh } from "./script"
 import { SlurmServing } from "./serving"
 import { SshSession } from "./ssh"
 
@@ -223,13 +223,11 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
       const arrayIds = [
         ...new Set(launched.map((ref) => parseTarget(ref.task.data.attempts.at(-1)?.target)!.jobId)),
       ]
-      // A batch shard keeps its counters in OUT/shard-<index>/progress.json on the cluster.
+      // What each task wrote to SWARMPLANE_PROGRESS_FILE (batch shards do), read in the same command.
       const progressFiles = launched.flatMap((ref) => {
-        const output = ref.job.spec.batch?.output
-        const attemptUid = ref.task.data.attempts.at(-1)!.attemptUid
-        return output
-          ? [{ key: attemptUid, path: `${output}/shard-${ref.task.data.index}/progress.json` }]
-          : []
+        const attempt = ref.task.data.attempts.at(-1)!
+        const sub = parseSubmission(attempt.submission)
+        return sub ? [{ key: attempt.attemptUid, path: progressPath(config, sub.name, sub.index) }] : []
       })
       const out = await run(reconcileCommand(names, arrayIds, progressFiles))
       if (out.code !== 0)

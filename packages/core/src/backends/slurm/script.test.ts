@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest"
 import { BackendConfig, type BackendConfigOf } from "../../model/backend"
-import { outputPath, sbatchScript, sh, slurmTime } from "./script"
+import { outputPath, progressPath, sbatchScript, sh, slurmTime } from "./script"
 
 const config = BackendConfig.parse({
   type: "slurm",
@@ -47,6 +47,17 @@ describe("sbatch scripts", () => {
     expect(script).toContain("module load cuda/12.4")
     expect(script).toContain("exec python infer.py --in 'a b'")
     expect(script).not.toContain("--gres")
+  })
+
+  test("each task gets a progress file next to its output, absolute, which the reconcile command reads", () => {
+    expect(sbatchScript(config, base)).toContain(
+      'export SWARMPLANE_PROGRESS_FILE="$SLURM_SUBMIT_DIR/.swarmplane/jobs/${SLURM_JOB_NAME}_${SLURM_ARRAY_TASK_ID}.progress.json"',
+    )
+    const shared = { ...config, outputDir: "/shared/sp" }
+    expect(sbatchScript(shared, base)).toContain(
+      'export SWARMPLANE_PROGRESS_FILE="/shared/sp/${SLURM_JOB_NAME}_${SLURM_ARRAY_TASK_ID}.progress.json"',
+    )
+    expect(progressPath(config, "sp-s-01abc", 2)).toBe(".swarmplane/jobs/sp-s-01abc_2.progress.json")
   })
 
   test("GPUs go to the GPU partition with gres; a time limit in minutes; features as a constraint", () => {

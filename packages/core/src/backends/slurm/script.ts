@@ -46,6 +46,15 @@ export function outputPath(config: Pick<SlurmConfig, "outputDir">, name: string,
   return `${outputDirOf(config)}/${name}_${index}.out`
 }
 
+/**
+ * Where an array task may keep its progress counters (`SWARMPLANE_PROGRESS_FILE`, which the batch
+ * runner writes), next to its output; the reconcile command reads it. Relative to the login shell's
+ * folder, as the output is.
+ */
+export function progressPath(config: Pick<SlurmConfig, "outputDir">, name: string, index: number): string {
+  return `${outputDirOf(config)}/${name}_${index}.progress.json`
+}
+
 /** Slurm `--time` from seconds: whole minutes, at least one. */
 export function slurmTime(seconds: number): string {
   return String(Math.max(1, Math.ceil(seconds / 60)))
@@ -107,12 +116,20 @@ export function sbatchScript(config: SlurmConfig, sub: Submission): string {
     '  *) echo "swarmplane: unknown array index $SLURM_ARRAY_TASK_ID" >&2; exit 64 ;;',
     "esac",
     `export NSHARDS=${sub.nshards}`,
+    // Absolute, as the work may change folder: the output folder is relative to the submit folder.
+    `export SWARMPLANE_PROGRESS_FILE=${progressVariable(config)}`,
     ...Object.entries(sub.env).map(([k, v]) => `export ${k}=${sh(v)}`),
     ...config.setup,
     `exec ${launcher(config, sub.image, agentArgv(config, sub.command)).map(sh).join(" ")}`,
     "",
   ]
   return lines.join("\n")
+}
+
+function progressVariable(config: Pick<SlurmConfig, "outputDir">): string {
+  const dir = outputDirOf(config)
+  const file = `${dir}/\${SLURM_JOB_NAME}_\${SLURM_ARRAY_TASK_ID}.progress.json`
+  return dir.startsWith("/") ? `"${file}"` : `"$SLURM_SUBMIT_DIR/${file}"`
 }
 
 /** The command that submits a script given on stdin, making the output folder first. */
