@@ -46,7 +46,7 @@ const flags = (): [Option, keyof BatchFlags, keyof BatchSpec][] => [
   [
     new Option(
       "--output-dir <dir>",
-      "folder for shard-<n>.jsonl results and checkpoints, on the machines that run the tasks (also: --output DIR)",
+      "folder for shard-<n>.jsonl results and checkpoints where the tasks run, or s3://bucket/prefix (also: --output DIR)",
     ),
     "outputDir",
     "output",

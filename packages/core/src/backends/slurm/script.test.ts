@@ -50,13 +50,12 @@ describe("sbatch scripts", () => {
   })
 
   test("each task gets a progress file next to its output, absolute, which the reconcile command reads", () => {
+    const file = "$" + "{SLURM_JOB_NAME}_$" + "{SLURM_ARRAY_TASK_ID}.progress.json"
     expect(sbatchScript(config, base)).toContain(
-      'export SWARMPLANE_PROGRESS_FILE="$SLURM_SUBMIT_DIR/.swarmplane/jobs/${SLURM_JOB_NAME}_${SLURM_ARRAY_TASK_ID}.progress.json"',
+      `export SWARMPLANE_PROGRESS_FILE="$SLURM_SUBMIT_DIR/.swarmplane/jobs/${file}"`,
     )
     const shared = { ...config, outputDir: "/shared/sp" }
-    expect(sbatchScript(shared, base)).toContain(
-      'export SWARMPLANE_PROGRESS_FILE="/shared/sp/${SLURM_JOB_NAME}_${SLURM_ARRAY_TASK_ID}.progress.json"',
-    )
+    expect(sbatchScript(shared, base)).toContain(`export SWARMPLANE_PROGRESS_FILE="/shared/sp/${file}"`)
     expect(progressPath(config, "sp-s-01abc", 2)).toBe(".swarmplane/jobs/sp-s-01abc_2.progress.json")
   })
 
