@@ -74,6 +74,27 @@ suite("slurm backend on a real cluster", () => {
       },
       timeoutMs,
     )
+  /** A 2-replica echo swarm on the cluster (listening on every address, so the router reaches it). */
+  const createEchoSwarm = async (name: string) => {
+    const res = await p.call("POST", "/v1/swarms", {
+      name,
+      backendId: "hpc",
+      model: "echo",
+      replicas: 2,
+      memoryMiBPerReplica: 256,
+      args: ["--host", "0.0.0.0"],
+    })
+    expect(res.status, JSON.stringify(res.json)).toBe(202)
+  }
+  const serving = (name: string) =>
+    until(
+      `swarm ${name} to be RUNNING`,
+      async () => {
+        const s = (await p.call("GET", `/v1/swarms/${name}?wait=RUNNING&timeoutS=20`)).json
+        return s.phase === "RUNNING" && s
+      },
+      150_000,
+    )
   const squeue = async (name: string) => {
     const s = ssh()
     const out = await s.exec(`squeue -h -t all -u "$(id -un)" --name=${name} -o '%i|%T'`)
@@ -211,23 +232,8 @@ suite("slurm backend on a real cluster", () => {
   test("a 2-replica echo swarm reaches RUNNING behind its router, answers a chat completion, and DELETE leaves no job", {
     timeout: 180_000,
   }, async () => {
-    const res = await p.call("POST", "/v1/swarms", {
-      name: "slurm-echo",
-      backendId: "hpc",
-      model: "echo",
-      replicas: 2,
-      memoryMiBPerReplica: 256,
-      args: ["--host", "0.0.0.0"],
-    })
-    expect(res.status).toBe(202)
-    const swarm = await until(
-      "the swarm to be RUNNING",
-      async () => {
-        const s = (await p.call("GET", "/v1/swarms/slurm-echo?wait=RUNNING&timeoutS=20")).json
-        return s.phase === "RUNNING" && s
-      },
-      150_000,
-    )
+    await createEchoSwarm("slurm-echo")
+    const swarm = await serving("slurm-echo")
     const reply = await fetch(`${swarm.url}/v1/chat/completions`, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
@@ -252,15 +258,7 @@ suite("slurm backend on a real cluster", () => {
   test("batch inference with the swarm and the job on Slurm: 1,000 rows over 4 shards, each once; a crashed shard resumes", {
     timeout: 300_000,
   }, async () => {
-    const res = await p.call("POST", "/v1/swarms", {
-      name: "slurm-batch",
-      backendId: "hpc",
-      model: "echo",
-      replicas: 2,
-      memoryMiBPerReplica: 256,
-      args: ["--host", "0.0.0.0"],
-    })
-    expect(res.status).toBe(202)
+    await createEchoSwarm("slurm-batch")
     // Input and output live on the cluster, where the tasks read and write them.
     const s = ssh()
     const dir = (await s.exec("mktemp -d /tmp/swarmplane-batch-XXXXXX")).stdout.trim()
@@ -284,14 +282,7 @@ suite("slurm backend on a real cluster", () => {
       state: "PENDING",
       pendingReason: "waiting for swarm slurm-batch to be RUNNING",
     })
-    const swarm = await until(
-      "the swarm to be RUNNING",
-      async () => {
-        const s = (await p.call("GET", "/v1/swarms/slurm-batch?wait=RUNNING&timeoutS=20")).json
-        return s.phase === "RUNNING" && s
-      },
-      150_000,
-    )
+    const swarm = await serving("slurm-batch")
     const readLines = async (path: string) =>
       (await s.exec(`cat ${path}`)).stdout
         .split("\n")

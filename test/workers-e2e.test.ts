@@ -206,11 +206,12 @@ describe("placement", () => {
     const big = await submit({ backendId: id, resources: { cpu: 64 }, command: ["true"] })
     const small = await submit({ backendId: id, command: ["true"] })
     expect((await finished(small)).status).toBe("SUCCEEDED")
-    const waiting = await until(
-      "the big job's pending reason",
-      async () => (await job(big)).tasks[0].pendingReason,
-    )
-    expect(waiting).toMatch(/needs 64 cpu, largest free is 2/)
+    // While the small job ran the reason said "largest free is 1"; once it ended, the whole worker.
+    const waiting = await until("the big job's pending reason with the small one done", async () => {
+      const reason: string | undefined = (await job(big)).tasks[0].pendingReason
+      return reason?.includes("largest free is 2") && reason
+    })
+    expect(waiting).toMatch(/^needs 64 cpu, largest free is 2/)
     expect((await job(big)).status).toBe("PENDING")
     await p.call("POST", `/v1/jobs/${big}/cancel`)
   })

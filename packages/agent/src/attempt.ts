@@ -6,6 +6,7 @@
 import { readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { progressCounters } from "@swarmplane/core/model/progress"
 import type { DesiredAttempt, ObservedAttempt } from "@swarmplane/core/model/worker"
 import type { Logger } from "./logger"
 import { freePort, httpUrl } from "./net"
@@ -234,16 +235,7 @@ export class NeverStartedAttempt implements Attempt {
 /** Progress counters an attempt wrote (see `ProgressVariable`), or undefined when there are none (yet). */
 export function readProgress(file: string): ObservedAttempt["progress"] | undefined {
   try {
-    const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>
-    const count = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : undefined)
-    const done = count(raw.done)
-    if (done === undefined) return undefined
-    const out: NonNullable<ObservedAttempt["progress"]> = { done, failed: count(raw.failed) ?? 0 }
-    const total = count(raw.total)
-    const retries = count(raw.retries)
-    if (total !== undefined) out.total = total
-    if (retries !== undefined) out.retries = retries
-    return out
+    return progressCounters(JSON.parse(readFileSync(file, "utf8")))
   } catch {
     return undefined
   }

@@ -169,17 +169,19 @@ export function parseRouter(args: string[], env: NodeJS.ProcessEnv): RouterConfi
   }
 }
 
-function str(value: unknown): string | undefined {
+/** A flag's or variable's text; undefined when absent or empty. */
+export function str(value: unknown): string | undefined {
   return typeof value === "string" && value !== "" ? value : undefined
 }
 
-function required(value: unknown, flag: string, hint: string): string {
+export function required(value: unknown, flag: string, hint: string): string {
   const s = str(value)
   if (!s) throw new UsageError(`${flag} is required: ${hint}`)
   return s
 }
 
-function number(
+/** A numeric flag or variable, checked: a one-line error naming it, when it is not one. */
+export function number(
   value: unknown,
   flag: string,
   { min, integer = true }: { min: number; integer?: boolean },

@@ -145,12 +145,7 @@ describe("readers", () => {
 
 describe("s3:// inputs (fake S3)", () => {
   let s3: FakeS3
-  const env = () => ({
-    AWS_ENDPOINT_URL_S3: s3.url,
-    AWS_REGION: "eu-west-1",
-    AWS_ACCESS_KEY_ID: "test",
-    AWS_SECRET_ACCESS_KEY: "test",
-  })
+  const env = () => s3.env()
   beforeAll(async () => {
     s3 = await startFakeS3()
     s3.objects.set("data/in.jsonl", new TextEncoder().encode(toJsonl(rows)))

@@ -2,7 +2,7 @@
  * `swarmplane-agent run-batch`: flags and environment to a `BatchConfig`, with one-line errors that
  * name the flag or variable and the fix (a `UsageError`, exit code 2). Pure: reads only `env`.
  */
-import { parse, UsageError } from "../cli"
+import { number, parse, required, str, UsageError } from "../cli"
 import type { RetryPolicy } from "./client"
 import { formatOf, InputFormat } from "./input"
 import { ProgressFileVariable } from "./progress"
@@ -91,15 +91,15 @@ export function parseRunBatch(args: string[], env: NodeJS.ProcessEnv): BatchConf
     throw new UsageError("no endpoint: set SWARM_ENDPOINT (a job on a swarm gets it) or pass --endpoint URL")
   if (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol))
     throw new UsageError(`endpoint "${endpoint}" is not an http(s) URL`)
-  const nshards = int(str(env.NSHARDS), "NSHARDS", 1) ?? 1
-  const shardId = int(str(env.SHARD_ID), "SHARD_ID", 0) ?? 0
+  const nshards = number(str(env.NSHARDS), "NSHARDS", { min: 1 }) ?? 1
+  const shardId = number(str(env.SHARD_ID), "SHARD_ID", { min: 0 }) ?? 0
   if (shardId >= nshards) throw new UsageError(`SHARD_ID ${shardId} must be less than NSHARDS ${nshards}`)
   const retry: RetryPolicy = {
-    maxRetries: int(v["max-retries"], "--max-retries", 0) ?? 8,
-    initialMs: int(v["backoff-initial-ms"], "--backoff-initial-ms", 0) ?? 500,
-    maxMs: int(v["backoff-max-ms"], "--backoff-max-ms", 0) ?? 30_000,
+    maxRetries: number(v["max-retries"], "--max-retries", { min: 0 }) ?? 8,
+    initialMs: number(v["backoff-initial-ms"], "--backoff-initial-ms", { min: 0 }) ?? 500,
+    maxMs: number(v["backoff-max-ms"], "--backoff-max-ms", { min: 0 }) ?? 30_000,
   }
-  const failAfter = int(str(env[FailAfterVariable]), FailAfterVariable, 1)
+  const failAfter = number(str(env[FailAfterVariable]), FailAfterVariable, { min: 1 })
   const config: BatchConfig = {
     input,
     format,
@@ -111,15 +111,15 @@ export function parseRunBatch(args: string[], env: NodeJS.ProcessEnv): BatchConf
     nshards,
     endpoint,
     api: oneOf(str(v.api), Api, "--api") ?? "chat",
-    concurrency: int(v.concurrency, "--concurrency", 1) ?? 8,
+    concurrency: number(v.concurrency, "--concurrency", { min: 1 }) ?? 8,
     requestTimeoutS: positive(v["request-timeout-s"], "--request-timeout-s") ?? 600,
     retry,
-    checkpointEvery: int(v["checkpoint-every"], "--checkpoint-every", 1) ?? 100,
+    checkpointEvery: number(v["checkpoint-every"], "--checkpoint-every", { min: 1 }) ?? 100,
   }
   const optional = {
     token: str(env.SWARM_API_TOKEN),
     model: str(v.model),
-    maxTokens: int(v["max-tokens"], "--max-tokens", 1),
+    maxTokens: number(v["max-tokens"], "--max-tokens", { min: 1 }),
     attemptUid: str(env.ATTEMPT_UID),
     progressFile: str(env[ProgressFileVariable]),
     failAfter,
@@ -127,16 +127,6 @@ export function parseRunBatch(args: string[], env: NodeJS.ProcessEnv): BatchConf
   for (const [key, value] of Object.entries(optional))
     if (value !== undefined) Object.assign(config, { [key]: value })
   return config
-}
-
-function str(value: unknown): string | undefined {
-  return typeof value === "string" && value !== "" ? value : undefined
-}
-
-function required(value: unknown, flag: string, hint: string): string {
-  const s = str(value)
-  if (!s) throw new UsageError(`${flag} is required: ${hint}`)
-  return s
 }
 
 function oneOf<T extends string>(
@@ -147,15 +137,6 @@ function oneOf<T extends string>(
   if (value === undefined) return undefined
   if ((allowed as readonly string[]).includes(value)) return value as T
   throw new UsageError(`${flag}: "${value}" must be one of ${allowed.join(", ")}`)
-}
-
-function int(value: unknown, name: string, min: number): number | undefined {
-  const s = str(value)
-  if (s === undefined) return undefined
-  const n = Number(s)
-  if (!Number.isInteger(n) || n < min)
-    throw new UsageError(`${name}: "${s}" must be a whole number of at least ${min}`)
-  return n
 }
 
 function positive(value: unknown, name: string): number | undefined {

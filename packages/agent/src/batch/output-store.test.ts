@@ -12,12 +12,7 @@ import { LocalOutput, type OutputStore, openOutput } from "./output-store"
 import { type FakeS3, startFakeS3 } from "./testing/fake-s3"
 
 let s3: FakeS3
-const env = () => ({
-  AWS_ENDPOINT_URL_S3: s3.url,
-  AWS_REGION: "eu-west-1",
-  AWS_ACCESS_KEY_ID: "test",
-  AWS_SECRET_ACCESS_KEY: "test",
-})
+const env = () => s3.env()
 const stores: OutputStore[] = []
 beforeAll(async () => {
   s3 = await startFakeS3({ buckets: ["out", "top"], maxKeys: 3 })

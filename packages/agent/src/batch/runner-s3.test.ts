@@ -17,12 +17,7 @@ import { closeEchoServers, config, echo, input, parseLines, replyOf } from "./te
 
 const PageSize = 4
 let s3: FakeS3
-const env = () => ({
-  AWS_ENDPOINT_URL_S3: s3.url,
-  AWS_REGION: "eu-west-1",
-  AWS_ACCESS_KEY_ID: "test",
-  AWS_SECRET_ACCESS_KEY: "test",
-})
+const env = () => s3.env()
 beforeAll(async () => {
   s3 = await startFakeS3({ buckets: ["results"], maxKeys: PageSize })
 })

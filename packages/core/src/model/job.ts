@@ -198,17 +198,18 @@ const JobFields = z.object({
   ),
 })
 
-export const JobSpec = JobFields.strict()
-  .superRefine((spec, ctx) => {
-    bytesAtMost(Limits.specBytes)(spec, ctx)
-    if (spec.maxTaskFailures > spec.tasks)
-      ctx.addIssue({
-        code: "custom",
-        path: ["maxTaskFailures"],
-        message: `must not exceed tasks (${spec.tasks})`,
-      })
-  })
-  .openapi("JobSpec")
+/** The checks of a whole job that no one field can make: its size, and a failure budget within its tasks. */
+function checkWhole(spec: { tasks: number; maxTaskFailures: number }, ctx: z.RefinementCtx): void {
+  bytesAtMost(Limits.specBytes)(spec, ctx)
+  if (spec.maxTaskFailures > spec.tasks)
+    ctx.addIssue({
+      code: "custom",
+      path: ["maxTaskFailures"],
+      message: `must not exceed tasks (${spec.tasks})`,
+    })
+}
+
+export const JobSpec = JobFields.strict().superRefine(checkWhole).openapi("JobSpec")
 export type JobSpec = z.infer<typeof JobSpec>
 
 /**
@@ -222,7 +223,7 @@ export const JobRequest = JobFields.extend({
 })
   .strict()
   .superRefine((spec, ctx) => {
-    bytesAtMost(Limits.specBytes)(spec, ctx)
+    checkWhole(spec, ctx)
     if (!spec.command && !spec.batch)
       ctx.addIssue({
         code: "custom",
@@ -241,12 +242,6 @@ export const JobRequest = JobFields.extend({
         code: "custom",
         path: ["swarm"],
         message: "is required for a batch job: name the swarm whose endpoint serves the rows",
-      })
-    if (spec.maxTaskFailures > spec.tasks)
-      ctx.addIssue({
-        code: "custom",
-        path: ["maxTaskFailures"],
-        message: `must not exceed tasks (${spec.tasks})`,
       })
   })
   .openapi("JobRequest")

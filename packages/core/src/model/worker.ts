@@ -67,6 +67,7 @@ export const Progress = z
   })
   .strict()
   .openapi("Progress")
+export type Progress = z.infer<typeof Progress>
 
 /** What an agent reports of one attempt it knows of. */
 export const ObservedAttempt = z

@@ -32,6 +32,8 @@ export interface FakeS3 {
   readOnly: Set<string>
   /** `METHOD /path` of every request, in order (the path decoded, without the query). */
   log: string[]
+  /** The environment that points the AWS SDK (and so the runner) at this server. */
+  env(): Record<string, string>
   close(): Promise<void>
 }
 
@@ -193,8 +195,15 @@ export async function startFakeS3({
     }
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
+    env: () => ({
+      AWS_ENDPOINT_URL_S3: url,
+      AWS_REGION: "eu-west-1",
+      AWS_ACCESS_KEY_ID: "test",
+      AWS_SECRET_ACCESS_KEY: "test",
+    }),
     objects,
     buckets,
     readOnly,

@@ -5,6 +5,7 @@
  * codes), and `sacct -c` for submissions that have left the queue entirely.
  */
 import type { Attempt } from "../../model/job"
+import { progressCounters } from "../../model/progress"
 import { SACCT_COMPLETION_FIELDS, SINFO_FORMAT, SQUEUE_FORMAT } from "./parse"
 import { sh } from "./script"
 
@@ -119,13 +120,5 @@ export function progressOf(
   attemptUid: string,
 ): NonNullable<Attempt["progress"]> | undefined {
   if (!doc || doc.runId !== attemptUid.replace(/[^A-Za-z0-9._-]/g, "_")) return undefined
-  const count = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : undefined)
-  const done = count(doc.done)
-  if (done === undefined) return undefined
-  const out: NonNullable<Attempt["progress"]> = { done, failed: count(doc.failed) ?? 0 }
-  const total = count(doc.total)
-  const retries = count(doc.retries)
-  if (total !== undefined) out.total = total
-  if (retries !== undefined) out.retries = retries
-  return out
+  return progressCounters(doc)
 }
