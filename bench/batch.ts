@@ -3,6 +3,8 @@
  * echo model server given a fixed service time (each request holds one of `Slots` slots for
  * `ServiceMs`, the rest queue, as on a model server with a fixed batch size), set against that
  * endpoint's own capacity measured by a raw `node:http` client (keep-alive, no runner): the ceiling.
+ * The same sweep against an echo swarm's data path: the swarm router over 2 such servers of half the
+ * slots each (the same capacity), as a job's `SWARM_ENDPOINT` reaches it.
  * Then, on the instant echo server, the runner at 64 in flight against raw clients at 64: `node:http`
  * with keep-alive (the runner's HTTP stack, and the endpoint's capacity: the gap is the runner's own
  * work: input, JSON, checkpoints, merge) and `fetch` (for reference: the runner used it at first, at
@@ -25,6 +27,7 @@ import { parseRunBatch } from "../packages/agent/src/batch/options"
 import { runBatch } from "../packages/agent/src/batch/runner"
 import { createEchoServer, EchoModel } from "../packages/agent/src/echo-server"
 import { silentLogger } from "../packages/agent/src/logger"
+import { createRouter } from "../packages/agent/src/router"
 
 const ServiceMs = 20
 const Slots = 32
@@ -34,10 +37,12 @@ const EndpointVariable = "SWARMPLANE_BENCH_BATCH_ENDPOINT"
 interface Service {
   delayMs: number
   slots: number
+  /** A swarm: this many such servers behind the swarm router (what a job's SWARM_ENDPOINT is). */
+  replicas?: number
 }
 
 interface Case {
-  endpoint: "delayed" | "instant"
+  endpoint: "delayed" | "swarm" | "instant"
   client: "runner" | "fetch" | "http"
   inFlight: number
   rows: number
@@ -50,6 +55,11 @@ const cases: Case[] = [
   { endpoint: "delayed", client: "runner", inFlight: 64, rows: 1500, runs: 3 },
   // 4× the slots in flight, so the endpoint's queue never runs dry: its capacity.
   { endpoint: "delayed", client: "http", inFlight: 4 * Slots, rows: 1500, runs: 3 },
+  // The same sweep through a swarm's real data path: the router over 2 replicas of half the slots each.
+  { endpoint: "swarm", client: "runner", inFlight: 1, rows: 100, runs: 1 },
+  { endpoint: "swarm", client: "runner", inFlight: 8, rows: 1000, runs: 1 },
+  { endpoint: "swarm", client: "runner", inFlight: 64, rows: 1500, runs: 3 },
+  { endpoint: "swarm", client: "http", inFlight: 4 * Slots, rows: 1500, runs: 3 },
   { endpoint: "instant", client: "runner", inFlight: 64, rows: 1000, runs: 3 },
   { endpoint: "instant", client: "fetch", inFlight: 64, rows: 1000, runs: 3 },
   { endpoint: "instant", client: "http", inFlight: 64, rows: 4000, runs: 3 },
@@ -59,8 +69,29 @@ const cases: Case[] = [
 const served = process.env[EndpointVariable]
 if (served !== undefined && process.send) await serveEndpoint(JSON.parse(served) as Service)
 
-/** The echo server, each `/v1/` request first waiting for a slot, then holding it `delayMs`. */
+/** The endpoint of `service`: one server, or `replicas` of them behind the swarm router. */
 async function serveEndpoint(service: Service): Promise<void> {
+  const replicas = service.replicas ?? 0
+  if (replicas === 0) {
+    const echo = delayedEcho(service)
+    const port = await echo.listen(0)
+    process.on("disconnect", () => void echo.close().then(() => process.exit(0)))
+    process.send!({ port })
+    return
+  }
+  const servers = Array.from({ length: replicas }, () => delayedEcho(service))
+  const urls = await Promise.all(servers.map(async (s) => `http://127.0.0.1:${await s.listen(0)}`))
+  const router = createRouter(urls)
+  const port = await router.listen(0)
+  process.on(
+    "disconnect",
+    () => void Promise.all([router.close(), ...servers.map((s) => s.close())]).then(() => process.exit(0)),
+  )
+  process.send!({ port })
+}
+
+/** The echo server, each `/v1/` request first waiting for a slot, then holding it `delayMs`. */
+function delayedEcho(service: Service) {
   const echo = createEchoServer()
   if (service.delayMs > 0) {
     // The echo server keeps its handler to itself: take it off the server and call it after the wait.
@@ -78,9 +109,7 @@ async function serveEndpoint(service: Service): Promise<void> {
         })
     })
   }
-  const port = await echo.listen(0)
-  process.on("disconnect", () => void echo.close().then(() => process.exit(0)))
-  process.send!({ port })
+  return echo
 }
 
 /** `n` slots; `take` waits in FIFO order when none is free. */
@@ -206,9 +235,10 @@ export async function main(): Promise<void> {
   try {
     // 1. The endpoints, and one input file per row count.
     const delayed = await startEndpoint({ delayMs: ServiceMs, slots: Slots })
+    const swarm = await startEndpoint({ delayMs: ServiceMs, slots: Slots / 2, replicas: 2 })
     const instant = await startEndpoint({ delayMs: 0, slots: 0 })
-    endpoints.push(delayed.child, instant.child)
-    const url = { delayed: delayed.url, instant: instant.url }
+    endpoints.push(delayed.child, swarm.child, instant.child)
+    const url = { delayed: delayed.url, swarm: swarm.url, instant: instant.url }
     const inputs = new Map<number, string>()
     for (const n of new Set([1000, ...cases.filter((c) => c.client === "runner").map((c) => c.rows)])) {
       const file = join(inputDir, `rows-${n}.jsonl`)
@@ -240,8 +270,13 @@ export async function main(): Promise<void> {
     // 3. The table: ratios against concurrency 1 and against node:http on the same endpoint.
     const rate = (e: Case["endpoint"], client: Case["client"]) =>
       results.find((r) => r.endpoint === e && r.client === client)!.rate
-    const single = results.find((r) => r.endpoint === "delayed" && r.inFlight === 1)!.rate
-    const label = { delayed: `${ServiceMs} ms, ${Slots} slots`, instant: "instant" }
+    const singleOf = (e: Case["endpoint"]) =>
+      results.find((r) => r.endpoint === e && r.client === "runner" && r.inFlight === 1)!.rate
+    const label = {
+      delayed: `${ServiceMs} ms, ${Slots} slots`,
+      swarm: `router + 2 × (${ServiceMs} ms, ${Slots / 2} slots)`,
+      instant: "instant",
+    }
     const clientLabel = { runner: "runBatch", fetch: "raw fetch", http: "raw node:http (ceiling)" }
     console.log(
       `\nBatch runner, one shard, chat API, CLI defaults, against the echo server in a child process ` +
@@ -270,7 +305,9 @@ export async function main(): Promise<void> {
           String(r.runs),
           r.seconds.toFixed(2),
           r.rate.toFixed(0),
-          r.endpoint === "delayed" && r.client === "runner" ? (r.rate / single).toFixed(1) : "—",
+          r.endpoint !== "instant" && r.client === "runner"
+            ? (r.rate / singleOf(r.endpoint)).toFixed(1)
+            : "—",
           `${((100 * r.rate) / rate(r.endpoint, "http")).toFixed(0)}%`,
         ]),
       ),
