@@ -137,6 +137,9 @@ export function jobStatus(p: Paint, job: JobDetail, terminal: boolean): string {
     ["Swarm", job.spec.swarm],
     ["Backend", job.backendId],
     ["Command", shellLine(job.spec.command)],
+    // A batch job: where its rows come from and where each shard's results go.
+    ["Input", job.spec.batch?.input],
+    ["Results", job.spec.batch ? `${job.spec.batch.output.replace(/\/+$/, "")}/shard-<n>.jsonl` : undefined],
     ["Message", job.message],
     ["Submitted", `${job.createdAt} (${age(job.createdAt)} ago)`],
     ["Finished", job.finishedAt],

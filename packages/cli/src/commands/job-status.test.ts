@@ -90,7 +90,21 @@ test("many shards: the unfinished ones are listed, all are in the total", () => 
 
 test("job status: unchanged without progress; with it, shards in the table and as is in JSON", async () => {
   const plain = jobOf({}, ["SUCCEEDED", "SUCCEEDED"])
-  const batch = withProgress(jobOf({}, ["SUCCEEDED", "SUCCEEDED"]), [
+  const spec = {
+    ...plain.spec,
+    batch: {
+      input: "s3://data/rows.jsonl",
+      output: "/shared/out/",
+      idColumn: "id",
+      promptColumn: "prompt",
+      api: "chat" as const,
+      concurrency: 8,
+      checkpointEvery: 100,
+      shardBy: "hash" as const,
+      maxRetries: 8,
+    },
+  }
+  const batch = withProgress(jobOf({ spec }, ["SUCCEEDED", "SUCCEEDED"]), [
     { total: 3, done: 3, failed: 0, retries: 1 },
     { total: 2, done: 1, failed: 1 },
   ])
@@ -107,6 +121,9 @@ test("job status: unchanged without progress; with it, shards in the table and a
 
   const table = await run(["job", "status", "job-2"], { routes })
   expect(table.code, table.stderr).toBe(0)
+  expect(before.stdout).not.toMatch(/^Results:/m)
+  expect(table.stdout).toMatch(/^Input:\s+s3:\/\/data\/rows\.jsonl$/m)
+  expect(table.stdout).toMatch(/^Results:\s+\/shared\/out\/shard-<n>\.jsonl$/m)
   expect(table.stdout).toMatch(/^1\s+SUCCEEDED\s+1\s+1\s+2\s+-$/m)
   expect(table.stdout).toMatch(/^Rows: 4\/5 done \(80%\), 1 failed, 1 retry\n$/m)
 
