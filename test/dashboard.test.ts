@@ -209,6 +209,7 @@ describe("the dashboard in a browser", () => {
       await signIn(page, p.plane.adminKey)
       await page.getByRole("heading", { name: "batch", level: 1 }).waitFor()
       await page.locator("#tasks th", { hasText: "Rows" }).waitFor()
+      expect(await page.locator("main").textContent()).toContain(`${join(dir, "out")}/shard-<n>.jsonl`)
       const shards = page.locator('#tasks tr[data-key^="task-"]')
       await shards.nth(1).waitFor()
       const texts = await shards.allTextContents()

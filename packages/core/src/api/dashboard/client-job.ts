@@ -75,6 +75,9 @@ function overview(job) {
     ),
     kv([
       ["Command", code(argv(spec.command)), true],
+      // A batch job: where its rows come from and where each shard's results go.
+      spec.batch ? ["Input", code(spec.batch.input)] : null,
+      spec.batch ? ["Results", code(spec.batch.output.replace(/\/+$/, "") + "/shard-<n>.jsonl")] : null,
       ["Tasks", String(spec.tasks)],
       ["Swarm", spec.swarm ? h("a", { href: "#/swarms/" + enc(spec.swarm) }, spec.swarm) : dash()],
       ["Backend", h("a", { href: "#/backends/" + enc(job.backendId) }, job.backendId)],
