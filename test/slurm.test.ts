@@ -167,6 +167,16 @@ suite("slurm backend on a real cluster", () => {
       60_000,
     )
     expect(queued.attempts).toHaveLength(1)
+    // With jobs in the queue, the backend's status reads it (one running, one waiting for resources).
+    const status = (await p.call("GET", "/v1/backends/hpc/status")).json.status
+    expect(status.error).toBeUndefined()
+    const queue: { partition: string; state: string; reason: string; count: number }[] = status.detail.queue
+    expect(queue).toEqual(
+      expect.arrayContaining([
+        { count: 1, partition: "debug", state: "RUNNING", reason: "None" },
+        { count: 1, partition: "debug", state: "PENDING", reason: "Resources" },
+      ]),
+    )
     expect((await p.call("POST", `/v1/jobs/${blocker}/cancel`)).status).toBe(202)
     const done = await finished(waiter)
     expect(done.status).toBe("SUCCEEDED")

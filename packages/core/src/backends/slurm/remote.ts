@@ -76,7 +76,7 @@ export function statusCommand(): string {
   return [
     `sinfo -h -o ${sh(SINFO_FORMAT)}`,
     `echo ${Section.queue}`,
-    `squeue -h -o '%P|%T' | sort | uniq -c`,
+    `squeue -h -o '%P|%T|%r' | sort | uniq -c`,
   ].join("\n")
 }
 
