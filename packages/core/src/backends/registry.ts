@@ -34,3 +34,20 @@ export function createBackend(backend: Backend, runtime: Runtime): AnyBackend {
   instance.bindRuntime(runtime)
   return instance
 }
+
+/**
+ * Use a backend for one request and close it after (a Slurm backend holds an SSH connection, kept
+ * alive by keepalives, until it is closed).
+ */
+export async function withBackend<T>(
+  backend: Backend,
+  runtime: Runtime,
+  use: (instance: AnyBackend) => Promise<T>,
+): Promise<T> {
+  const instance = createBackend(backend, runtime)
+  try {
+    return await use(instance)
+  } finally {
+    await instance.close()
+  }
+}

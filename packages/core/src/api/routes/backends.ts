@@ -1,6 +1,6 @@
 /** `/v1/backends`: register (create or replace) and read backends. */
 import { createRoute, z } from "@hono/zod-openapi"
-import { createBackend } from "../../backends/registry"
+import { withBackend } from "../../backends/registry"
 import { Backend, CreateBackendRequest } from "../../model/backend"
 import { NotFoundError } from "../../util/errors"
 import { requireRole } from "../auth"
@@ -113,20 +113,17 @@ export function backendRoutes(app: App, deps: ApiDeps): void {
       const { id } = c.req.valid("param")
       const record = await deps.repos.backends.get(c.get("caller").project, id)
       if (!record) throw new NotFoundError("backend", id)
-      const backend = createBackend(record, deps)
       const settle = async <T>(run: () => Promise<T>): Promise<T | { error: string }> =>
         run().catch((error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }))
-      return c.json(
-        {
-          id: record.id,
-          descriptor: backend.descriptor,
-          lastTick: record.status,
-          status: await settle(() => backend.status()),
-          capacity: await settle(() => backend.resourceCapacity()),
-          autoscaler: await settle(() => backend.autoscalerStatus()),
-        },
-        200,
-      )
+      const body = await withBackend(record, deps, async (backend) => ({
+        id: record.id,
+        descriptor: backend.descriptor,
+        lastTick: record.status,
+        status: await settle(() => backend.status()),
+        capacity: await settle(() => backend.resourceCapacity()),
+        autoscaler: await settle(() => backend.autoscalerStatus()),
+      }))
+      return c.json(body, 200)
     },
   )
 }

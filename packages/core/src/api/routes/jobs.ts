@@ -1,6 +1,6 @@
 /** `/v1/jobs`: submit, list, get with tasks and attempts, cancel, events. */
 import { createRoute, z } from "@hono/zod-openapi"
-import { createBackend } from "../../backends/registry"
+import { withBackend } from "../../backends/registry"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
@@ -202,7 +202,7 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
           }
         : { job, task }
       if (attempt && !ref.task.data.attempts.length) throw new NotFoundError("attempt", attempt)
-      return c.json(await createBackend(backend, deps).fetchLogs(ref, tail), 200)
+      return c.json(await withBackend(backend, deps, (b) => b.fetchLogs(ref, tail)), 200)
     },
   )
 
