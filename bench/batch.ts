@@ -28,6 +28,7 @@ import { runBatch } from "../packages/agent/src/batch/runner"
 import { createEchoServer, EchoModel } from "../packages/agent/src/echo-server"
 import { silentLogger } from "../packages/agent/src/logger"
 import { createRouter } from "../packages/agent/src/router"
+import { median, table } from "./util"
 
 const ServiceMs = 20
 const Slots = 32
@@ -220,14 +221,6 @@ async function rawSeconds(client: "fetch" | "http", endpoint: string, requests: 
     agent.destroy()
   }
 }
-
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`
-  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n")
-}
-
-const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 export async function main(): Promise<void> {
   const inputDir = mkdtempSync(join(tmpdir(), "swarmplane-bench-batch-in-"))

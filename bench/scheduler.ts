@@ -17,6 +17,7 @@ import { normalize } from "@swarmplane/core/scheduling/constraints"
 import { place } from "@swarmplane/core/scheduling/place"
 import type { Constraint, PlaceOptions, Snapshot } from "@swarmplane/core/scheduling/types"
 import { toSnapshot, type Workload } from "./scheduler-workload/load"
+import { median, table } from "./util"
 
 const here = fileURLToPath(new URL(".", import.meta.url))
 const workloadDir = join(here, "scheduler-workload")
@@ -125,8 +126,6 @@ function naiveHolds(attrs: Record<string, string | number>, c: Constraint): bool
   return c.op === "gt" ? a > v : c.op === "ge" ? a >= v : c.op === "lt" ? a < v : a <= v
 }
 
-const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-
 interface Mode {
   name: string
   label: string
@@ -165,12 +164,6 @@ function validate(workloadFile: string, result: Result, name: string, extra: str
     const out = (err as { stdout?: string }).stdout
     return out?.trim() || `validate.py failed: ${(err as Error).message}`
   }
-}
-
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`
-  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n")
 }
 
 export async function main(): Promise<void> {

@@ -14,6 +14,7 @@ import { createRuntime } from "@swarmplane/core/runtime"
 import { MemoryStore } from "@swarmplane/core/store/memory"
 import { silentLogger } from "@swarmplane/core/util/logger"
 import { privateKeyOf, slurmConnection } from "../test/support/slurm"
+import { median, table } from "./util"
 
 const Jobs = 200
 
@@ -124,25 +125,23 @@ export async function main(): Promise<void> {
     })
     session.close()
   }
-  const median = (variant: string) => {
-    const xs = rows
-      .filter((r) => r.variant === variant)
-      .map((r) => r.ms)
-      .sort((a, b) => a - b)
-    return xs[Math.floor(xs.length / 2)]!
-  }
-  const base = median("baseline: squeue -j per job")
+  const msOf = (variant: string) => median(rows.filter((r) => r.variant === variant).map((r) => r.ms))
+  const base = msOf("baseline: squeue -j per job")
   console.log(
     `\nReconciling ${Jobs} active Slurm jobs over SSH (Slurm ${c.version}; median of 3 passes; connect included)\n`,
   )
-  console.log("| variant | SSH commands per pass | ms per pass | × faster than baseline |")
-  console.log("|---|---|---|---|")
-  for (const variant of ["reconcile (one batched command)", "baseline: squeue -j per job"]) {
-    const commands = rows.find((r) => r.variant === variant)!.commands
-    console.log(
-      `| ${variant} | ${commands} | ${median(variant).toFixed(0)} | ${(base / median(variant)).toFixed(1)} |`,
-    )
-  }
+  const variants = ["reconcile (one batched command)", "baseline: squeue -j per job"]
+  console.log(
+    table(
+      ["variant", "SSH commands per pass", "ms per pass", "× faster than baseline"],
+      variants.map((variant) => [
+        variant,
+        String(rows.find((r) => r.variant === variant)!.commands),
+        msOf(variant).toFixed(0),
+        (base / msOf(variant)).toFixed(1),
+      ]),
+    ),
+  )
 
   // 3. Clean up: cancel the bench's arrays by id.
   const cleanup = new SshSession({

@@ -9,6 +9,7 @@ import { startDynalite } from "@swarmplane/core/local/servers"
 import { countDynamoCalls } from "@swarmplane/core/store/counting"
 import { DynamoStore, ensureTable } from "@swarmplane/core/store/dynamo"
 import type { NewItem } from "@swarmplane/core/store/port"
+import { median, table } from "./util"
 
 export async function main(): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true"
@@ -38,7 +39,6 @@ export async function main(): Promise<void> {
     "createMany (25 per batch)": (items: NewItem[]) => store.createMany(items),
   }
 
-  const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
   const rows: string[][] = []
   for (const size of [100, 1000]) {
     const results: Record<string, { ms: number; calls: number }> = {}
@@ -68,14 +68,10 @@ export async function main(): Promise<void> {
   }
 
   const header = ["tasks", "variant", "DynamoDB calls", "median ms", "speed-up", "fewer calls ×"]
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`
   console.log(
     "\nCreating a job's tasks on dynalite (median of 5 runs; ratios against the baseline in this run)\n",
   )
-  console.log(line(header))
-  console.log(line(widths.map((w) => "-".repeat(w))))
-  for (const row of rows) console.log(line(row))
+  console.log(table(header, rows))
   await server.stop()
   client.destroy()
 }

@@ -6,7 +6,7 @@
 import { readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { progressCounters } from "@swarmplane/core/model/progress"
+import { fileSafe, progressCounters } from "@swarmplane/core/model/progress"
 import type { DesiredAttempt, ObservedAttempt } from "@swarmplane/core/model/worker"
 import type { Logger } from "./logger"
 import { freePort, httpUrl } from "./net"
@@ -82,10 +82,7 @@ export class ProcessAttempt implements Attempt {
     private readonly ctx: AttemptContext,
   ) {
     this.uid = desired.attemptUid
-    this.progressFile = join(
-      tmpdir(),
-      `swarmplane-progress-${desired.attemptUid.replace(/[^\w.-]/g, "_")}.json`,
-    )
+    this.progressFile = join(tmpdir(), `swarmplane-progress-${fileSafe(desired.attemptUid)}.json`)
     // Nothing in start() is expected to throw; if it does, the attempt fails rather than the agent.
     this.start().catch((error: unknown) =>
       this.end({ state: "FAILED", message: `agent error: ${String(error)}` }),

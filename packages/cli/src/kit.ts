@@ -112,7 +112,8 @@ export async function readSpec(ctx: Ctx, file: string, kind: Kind, command: stri
       ExitCode.invalid,
       `${command} takes a ${kind} file; for a ${guess.kind} use: ${usageOf(guess.kind)}`,
     )
-  const spec = parseSpec(text, shown, kind)
+  // The guess already is the file read as `kind` when it detected that kind.
+  const spec = guess.kind === kind ? guess : parseSpec(text, shown, kind)
   for (const warning of spec.warnings) note(ctx, formatIssue(shown, warning))
   if (spec.errors.length) {
     for (const error of spec.errors) note(ctx, formatIssue(shown, error))

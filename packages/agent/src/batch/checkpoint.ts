@@ -10,6 +10,7 @@
  * attempt, and it must not erase a result).
  */
 import { randomBytes } from "node:crypto"
+import { fileSafe } from "@swarmplane/core/model/progress"
 import type { RowError } from "./client"
 import type { OutputStore } from "./output-store"
 
@@ -52,7 +53,7 @@ export function partName(runId: string, seq: number): string {
 
 /** A run id safe in a file name: the attempt uid with anything but [A-Za-z0-9._-] replaced by `_`. */
 export function runIdOf(attemptUid: string | undefined): string {
-  const clean = attemptUid?.replace(/[^A-Za-z0-9._-]/g, "_")
+  const clean = attemptUid === undefined ? undefined : fileSafe(attemptUid)
   return clean || `local${randomBytes(6).toString("hex")}`
 }
 

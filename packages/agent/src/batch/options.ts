@@ -3,9 +3,9 @@
  * name the flag or variable and the fix (a `UsageError`, exit code 2). Pure: reads only `env`.
  */
 import { number, parse, required, str, UsageError } from "../cli"
+import { ProgressVariable } from "../process-runner"
 import type { RetryPolicy } from "./client"
 import { formatOf, InputFormat } from "./input"
-import { ProgressFileVariable } from "./progress"
 import { Api } from "./rows"
 import type { BatchConfig } from "./runner"
 import { parseS3Prefix } from "./s3"
@@ -36,7 +36,7 @@ Options:
 
 Environment:
   SWARM_ENDPOINT, SWARM_API_TOKEN (sent as a Bearer token), SHARD_ID and NSHARDS (default 0 and 1),
-  ATTEMPT_UID (names the parts), ${ProgressFileVariable} (a local copy of progress.json, also with
+  ATTEMPT_UID (names the parts), ${ProgressVariable} (a local copy of progress.json, also with
   an S3 output), AWS_REGION, AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL (S3 input and output),
   ${FailAfterVariable} (tests)
 
@@ -121,7 +121,7 @@ export function parseRunBatch(args: string[], env: NodeJS.ProcessEnv): BatchConf
     model: str(v.model),
     maxTokens: number(v["max-tokens"], "--max-tokens", { min: 1 }),
     attemptUid: str(env.ATTEMPT_UID),
-    progressFile: str(env[ProgressFileVariable]),
+    progressFile: str(env[ProgressVariable]),
     failAfter,
   }
   for (const [key, value] of Object.entries(optional))

@@ -10,11 +10,7 @@
  * are still to do; `skipped` rows were found done in earlier parts and not sent again; `retries`
  * counts the requests this attempt repeated (429, 5xx, timeouts, connection errors).
  */
-import { readFile } from "node:fs/promises"
 import { type OutputStore, writeFileAtomic } from "./output-store"
-
-/** The environment variable that names the extra progress file. */
-export const ProgressFileVariable = "SWARMPLANE_PROGRESS_FILE"
 
 export const ProgressState = ["running", "succeeded", "failed", "stopped"] as const
 export type ProgressState = (typeof ProgressState)[number]
@@ -49,22 +45,4 @@ export async function writeProgress(
   const text = `${JSON.stringify(progress)}\n`
   await store.write(progressName(shardDir), text)
   if (extraFile) await writeFileAtomic(extraFile, text)
-}
-
-/**
- * Read a progress file (for the agent): the document, or undefined when the file does not exist yet
- * or does not hold one. Never throws.
- */
-export async function readProgress(file: string): Promise<BatchProgress | undefined> {
-  try {
-    const v: unknown = JSON.parse(await readFile(file, "utf8"))
-    if (typeof v !== "object" || v === null) return undefined
-    const p = v as Record<string, unknown>
-    const counters = ["shardId", "nshards", "total", "done", "failed", "retries", "skipped"] as const
-    if (!counters.every((k) => typeof p[k] === "number")) return undefined
-    if (typeof p.updatedAt !== "string" || !ProgressState.includes(p.state as ProgressState)) return undefined
-    return v as BatchProgress
-  } catch {
-    return undefined
-  }
 }

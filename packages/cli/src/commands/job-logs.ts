@@ -4,6 +4,7 @@
  * end; a retry (a new attempt) is announced and its output follows.
  */
 import { TerminalTaskStates } from "@swarmplane/core/model/states"
+import { mapLimit } from "@swarmplane/core/util/concurrency"
 import type { Command } from "commander"
 import type { Client, JobDetail, LogTail, Task } from "../client"
 import type { Ctx } from "../context"
@@ -55,7 +56,7 @@ export function jobLogsCommand(job: Command, ctx: Ctx): void {
           )
         return follow(ctx, api, id, tasks, o.tail, prefix)
       }
-      const tails = await inOrder(tasks, (task) =>
+      const tails = await mapLimit(tasks, 8, (task) =>
         api.taskLogs(id, task.index, { tail: o.tail, ...(o.attempt ? { attempt: o.attempt } : {}) }),
       )
       if (format !== "table")
@@ -91,20 +92,6 @@ function pick(detail: JobDetail, index: number | undefined): Task[] {
   return [task]
 }
 
-/** Run `fn` over items, 8 at a time, keeping their order. */
-async function inOrder<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length)
-  let next = 0
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++
-      results[i] = await fn(items[i] as T)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(8, items.length) }, worker))
-  return results
-}
-
 /**
  * The lines of `cur` after where `prev` ends, both being tails of the same output. The largest
  * overlap wins (ambiguous only for repeated lines); with no overlap at all, every line of `cur` is new.
@@ -133,7 +120,7 @@ async function follow(
   let active = tasks
   for (;;) {
     const states = new Map((await api.getJob(id)).tasks.map((t) => [t.index, t.state]))
-    const tails = await inOrder(active, (task) =>
+    const tails = await mapLimit(active, 8, (task) =>
       api.taskLogs(id, task.index, { tail: first ? tail : FollowWindow }),
     )
     tails.forEach((cur, i) => {

@@ -14,6 +14,7 @@
 import type { ReconcileResult, TaskRef, TeardownEffect } from "../backends/protocol"
 import { type AnyBackend, createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
+import type { Attempt } from "../model/job"
 import type { Outcome } from "../model/outcome"
 import type { Runtime } from "../runtime"
 import type { TaskReport } from "../store/jobs"
@@ -44,25 +45,30 @@ export function awayAfterMs(graceS: number): number {
   return Math.max(5 * 60_000, 3 * graceS * 1000)
 }
 
-/** Group outcomes per job and apply them (fenced). Returns the attempts to stop. */
-async function applyOutcomes(
+/** Apply reports about tasks, grouped per job (one conditional write per job), fenced. Returns the attempts to stop. */
+async function applyByJob(
   rt: Runtime,
-  items: { ref: TaskRef; outcome: Outcome }[],
+  entries: { ref: TaskRef; report: TaskReport }[],
   fence: number,
 ): Promise<string[]> {
-  const byJob = new Map<string, { ref: TaskRef; outcome: Outcome }[]>()
-  for (const item of items) byJob.set(item.ref.job.id, [...(byJob.get(item.ref.job.id) ?? []), item])
-  const stop: string[] = []
-  for (const list of byJob.values()) {
-    const job = list[0]!.ref.job
-    const result = await rt.repos.jobs.applyReports(
-      job,
-      list.map((i) => ({ index: i.ref.task.data.index, outcome: i.outcome })),
-      { fence },
-    )
-    stop.push(...result.stop)
+  const byJob = new Map<string, { job: TaskRef["job"]; reports: TaskReport[] }>()
+  for (const { ref, report } of entries) {
+    const entry = byJob.get(ref.job.id) ?? { job: ref.job, reports: [] }
+    entry.reports.push(report)
+    byJob.set(ref.job.id, entry)
   }
+  const stop: string[] = []
+  for (const { job, reports } of byJob.values())
+    stop.push(...(await rt.repos.jobs.applyReports(job, reports, { fence })).stop)
   return stop
+}
+
+const currentUid = (ref: TaskRef) => ref.task.data.attempts.at(-1)!.attemptUid
+
+/** Apply outcomes (fenced). Returns the attempts to stop. */
+function applyOutcomes(rt: Runtime, items: { ref: TaskRef; outcome: Outcome }[], fence: number) {
+  const entries = items.map(({ ref, outcome }) => ({ ref, report: { index: ref.task.data.index, outcome } }))
+  return applyByJob(rt, entries, fence)
 }
 
 /**
@@ -83,28 +89,23 @@ async function launchAssigned(
   )
   if (!attempts.length) return
   const result = await backend.launch({ attempts })
-  const byJob = new Map<string, { job: TaskRef["job"]; reports: TaskReport[] }>()
-  const add = (ref: TaskRef, report: TaskReport) => {
-    const entry = byJob.get(ref.job.id) ?? { job: ref.job, reports: [] }
-    entry.reports.push(report)
-    byJob.set(ref.job.id, entry)
-  }
-  for (const { ref, target } of result.launched)
-    add(ref, {
-      index: ref.task.data.index,
-      serving: { attemptUid: ref.task.data.attempts.at(-1)!.attemptUid, target },
-    })
-  for (const { ref, message } of result.failed)
-    add(ref, {
-      index: ref.task.data.index,
-      outcome: {
-        kind: "failed",
-        attemptUid: ref.task.data.attempts.at(-1)!.attemptUid,
-        reason: "submit_failed",
-        message,
-      },
-    })
-  for (const { job, reports } of byJob.values()) await rt.repos.jobs.applyReports(job, reports, { fence })
+  await applyByJob(
+    rt,
+    [
+      ...result.launched.map(({ ref, target }) => ({
+        ref,
+        report: { index: ref.task.data.index, serving: { attemptUid: currentUid(ref), target } },
+      })),
+      ...result.failed.map(({ ref, message }) => ({
+        ref,
+        report: {
+          index: ref.task.data.index,
+          outcome: { kind: "failed" as const, attemptUid: currentUid(ref), reason: "submit_failed", message },
+        },
+      })),
+    ],
+    fence,
+  )
 }
 
 /**
@@ -116,21 +117,18 @@ async function applyNotes(
   observed: Pick<ReconcileResult, "progress" | "waiting">,
   fence: number,
 ): Promise<void> {
-  const byJob = new Map<string, { job: TaskRef["job"]; reports: TaskReport[] }>()
-  const add = (
-    ref: TaskRef,
-    note: { progress?: NonNullable<ReconcileResult["progress"]>[number]["progress"]; pendingReason?: string },
-  ) => {
-    const entry = byJob.get(ref.job.id) ?? { job: ref.job, reports: [] }
-    entry.reports.push({
-      index: ref.task.data.index,
-      serving: { attemptUid: ref.task.data.attempts.at(-1)!.attemptUid, ...note },
-    })
-    byJob.set(ref.job.id, entry)
-  }
-  for (const { ref, progress } of observed.progress ?? []) add(ref, { progress })
-  for (const { ref, reason } of observed.waiting ?? []) add(ref, { pendingReason: reason })
-  for (const { job, reports } of byJob.values()) await rt.repos.jobs.applyReports(job, reports, { fence })
+  const note = (ref: TaskRef, fields: { progress?: Attempt["progress"]; pendingReason?: string }) => ({
+    ref,
+    report: { index: ref.task.data.index, serving: { attemptUid: currentUid(ref), ...fields } },
+  })
+  await applyByJob(
+    rt,
+    [
+      ...(observed.progress ?? []).map(({ ref, progress }) => note(ref, { progress })),
+      ...(observed.waiting ?? []).map(({ ref, reason }) => note(ref, { pendingReason: reason })),
+    ],
+    fence,
+  )
 }
 
 /** The pass lost its lease (it ran past the expiry): it stops; the next holder carries on. */

@@ -5,6 +5,14 @@
  */
 import type { Progress } from "./worker"
 
+/**
+ * An attempt uid as it appears in file names and in a progress document's `runId` (the batch runner
+ * names its parts and progress with it): anything but `[A-Za-z0-9._-]` becomes `_`.
+ */
+export function fileSafe(attemptUid: string): string {
+  return attemptUid.replace(/[^A-Za-z0-9._-]/g, "_")
+}
+
 /** The counters of `doc`; undefined unless it has a whole `done` count. */
 export function progressCounters(doc: unknown): Progress | undefined {
   if (typeof doc !== "object" || doc === null) return undefined

@@ -5,7 +5,7 @@
  * codes), and `sacct -c` for submissions that have left the queue entirely.
  */
 import type { Attempt } from "../../model/job"
-import { progressCounters } from "../../model/progress"
+import { fileSafe, progressCounters } from "../../model/progress"
 import { SACCT_COMPLETION_FIELDS, SINFO_FORMAT, SQUEUE_FORMAT } from "./parse"
 import { sh } from "./script"
 
@@ -119,6 +119,6 @@ export function progressOf(
   doc: Record<string, unknown> | undefined,
   attemptUid: string,
 ): NonNullable<Attempt["progress"]> | undefined {
-  if (!doc || doc.runId !== attemptUid.replace(/[^A-Za-z0-9._-]/g, "_")) return undefined
+  if (!doc || doc.runId !== fileSafe(attemptUid)) return undefined
   return progressCounters(doc)
 }
