@@ -108,9 +108,64 @@ describe("server flags", () => {
     ).toEqual({
       port: 9000,
       host: "0.0.0.0",
-      upstreams: ["http://a:1", "http://b:2"],
+      upstreams: [{ url: "http://a:1" }, { url: "http://b:2" }],
+      reloadMs: 1000,
     })
-    expect(() => parseRouter([], {})).toThrow("--upstream: give at least one")
     expect(() => parseRouter(["--upstream", "a:1"], {})).toThrow('"a:1" is not an http(s) URL')
   })
+
+  it("takes --upstream-file alone, and keeps the order of --upstream and --upstream-file", () => {
+    expect(parseRouter(["--upstream-file", "/shared/r_0.addr"], {})).toEqual({
+      port: 0,
+      host: "0.0.0.0",
+      upstreams: [{ file: "/shared/r_0.addr" }],
+      reloadMs: 1000,
+    })
+    expect(
+      parseRouter(
+        [
+          ...["--upstream-file", "r_1.addr", "--upstream", "http://a:1", "--reload-ms", "250"],
+          ...["--upstream-file=r_0.addr", "--upstream=http://b:2"],
+        ],
+        {},
+      ),
+    ).toMatchObject({
+      upstreams: [{ file: "r_1.addr" }, { url: "http://a:1" }, { file: "r_0.addr" }, { url: "http://b:2" }],
+      reloadMs: 250,
+    })
+    expect(parseRouter(["--upstream-file", "r.addr", "--help"], {})).toBe("help")
+  })
+
+  const routerErrors: Record<string, { args: string[]; says: string }> = {
+    "neither --upstream nor --upstream-file": {
+      args: ["--port", "9000"],
+      says: "--upstream or --upstream-file: give at least one replica",
+    },
+    "a --reload-ms that is not a number": {
+      args: ["--upstream-file", "r.addr", "--reload-ms", "often"],
+      says: '--reload-ms: "often" must be a whole number of at least 100',
+    },
+    "a --reload-ms below 100": {
+      args: ["--upstream-file", "r.addr", "--reload-ms", "50"],
+      says: '--reload-ms: "50" must be a whole number of at least 100',
+    },
+    "a fractional --reload-ms": {
+      args: ["--upstream-file", "r.addr", "--reload-ms", "150.5"],
+      says: "--reload-ms",
+    },
+    "an empty --upstream-file": { args: ["--upstream-file", ""], says: "--upstream-file: give the path" },
+    "--upstream-file without its value": { args: ["--upstream-file"], says: "--upstream-file" },
+  }
+  for (const [name, tc] of Object.entries(routerErrors))
+    it(`refuses ${name} in the router with a one-line message`, () => {
+      let error: unknown
+      try {
+        parseRouter(tc.args, {})
+      } catch (e) {
+        error = e
+      }
+      expect(error).toBeInstanceOf(UsageError)
+      expect((error as Error).message).toContain(tc.says)
+      expect((error as Error).message).not.toContain("\n")
+    })
 })

@@ -7,6 +7,7 @@ import { type ParseArgsConfig, parseArgs } from "node:util"
 import type { RegisterBody } from "./api-client"
 import { isLoopback } from "./net"
 import { TokenVariable } from "./process-runner"
+import type { UpstreamSource } from "./upstream-files"
 
 export class UsageError extends Error {}
 
@@ -29,8 +30,14 @@ export interface EchoServerConfig extends ServerConfig {
 }
 
 export interface RouterConfig extends ServerConfig {
-  upstreams: string[]
+  /** `--upstream` URLs and `--upstream-file` paths, in the order given. */
+  upstreams: UpstreamSource[]
+  /** How often the `--upstream-file`s are re-read. */
+  reloadMs: number
 }
+
+/** `--reload-ms`: often enough to follow a requeue, never so often it loads a shared file system. */
+export const ReloadMs = { default: 1000, min: 100 } as const
 
 type Options = NonNullable<ParseArgsConfig["options"]>
 
@@ -40,13 +47,26 @@ export function parse(
   args: string[],
   options: Options,
 ): Record<string, unknown> | undefined {
-  let values: Record<string, unknown>
+  const { values } = parseTokens(command, args, options)
+  return values.help === true ? undefined : values
+}
+
+type Token = NonNullable<ReturnType<typeof parseArgs>["tokens"]>[number]
+
+/** `parse` with the tokens too, for flags whose order matters; `help` is left in the values. */
+function parseTokens(
+  command: string,
+  args: string[],
+  options: Options,
+): { values: Record<string, unknown>; tokens: Token[] } {
   try {
-    values = parseArgs({
+    const { values, tokens } = parseArgs({
       args,
       options: { ...options, help: { type: "boolean", short: "h" } },
       strict: true,
-    }).values
+      tokens: true,
+    })
+    return { values, tokens }
   } catch (error) {
     const text = error instanceof Error ? error.message : String(error)
     const unknown = /^Unknown option '([^']+)'/.exec(text)?.[1]
@@ -58,7 +78,6 @@ export function parse(
         : (text.split(". ")[0] ?? text)
     throw new UsageError(`${what}; see 'swarmplane-agent ${command} --help'`)
   }
-  return values.help === true ? undefined : values
 }
 
 export function parseWorker(args: string[], env: NodeJS.ProcessEnv): WorkerConfig | "help" {
@@ -148,25 +167,44 @@ export function parseEchoServer(args: string[], env: NodeJS.ProcessEnv): EchoSer
 }
 
 export function parseRouter(args: string[], env: NodeJS.ProcessEnv): RouterConfig | "help" {
-  const v = parse("router", args, {
+  const { values: v, tokens } = parseTokens("router", args, {
     port: { type: "string" },
     host: { type: "string" },
     upstream: { type: "string", multiple: true },
+    "upstream-file": { type: "string", multiple: true },
+    "reload-ms": { type: "string" },
   })
-  if (!v) return "help"
-  const upstreams = (Array.isArray(v.upstream) ? v.upstream : []).filter(
-    (u): u is string => typeof u === "string",
-  )
+  if (v.help === true) return "help"
+  // From the tokens rather than the values, to keep the order of --upstream and --upstream-file.
+  const upstreams = tokens.flatMap((t): UpstreamSource[] => {
+    if (t.kind !== "option" || t.value === undefined) return []
+    if (t.name === "upstream") return [{ url: upstreamUrl(t.value) }]
+    if (t.name === "upstream-file") return [{ file: upstreamFile(t.value) }]
+    return []
+  })
   if (upstreams.length === 0)
-    throw new UsageError("--upstream: give at least one replica URL, e.g. --upstream http://10.0.0.5:8000")
-  for (const u of upstreams)
-    if (!URL.canParse(u) || !/^https?:$/.test(new URL(u).protocol))
-      throw new UsageError(`--upstream: "${u}" is not an http(s) URL; e.g. --upstream http://10.0.0.5:8000`)
+    throw new UsageError(
+      "--upstream or --upstream-file: give at least one replica, e.g. --upstream http://10.0.0.5:8000 or --upstream-file /shared/replica_0.addr",
+    )
   return {
     port: port(str(v.port) ?? env.PORT, str(v.port) ? "--port" : "PORT") ?? 0,
     host: str(v.host) ?? "0.0.0.0",
     upstreams,
+    reloadMs: number(v["reload-ms"], "--reload-ms", { min: ReloadMs.min }) ?? ReloadMs.default,
   }
+}
+
+function upstreamUrl(u: string): string {
+  if (!URL.canParse(u) || !/^https?:$/.test(new URL(u).protocol))
+    throw new UsageError(`--upstream: "${u}" is not an http(s) URL; e.g. --upstream http://10.0.0.5:8000`)
+  return u
+}
+
+function upstreamFile(path: string): string {
+  // The file itself may not exist yet (the replica has not written it); only the path is checked.
+  if (path.trim() === "")
+    throw new UsageError("--upstream-file: give the path of a file holding host:port, e.g. /shared/r_0.addr")
+  return path
 }
 
 /** A flag's or variable's text; undefined when absent or empty. */

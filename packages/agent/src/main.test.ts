@@ -1,8 +1,12 @@
 /** The real `swarmplane-agent` bin, run as a child process. */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { once } from "node:events"
+import { mkdtemp, rename, rm, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
+import { createEchoServer } from "./echo-server"
 import { type FakeControlPlane, startFakeControlPlane } from "./testing/fake-control-plane"
 import { livingSleeps, sleepMarker, waitFor } from "./testing/wait"
 
@@ -61,6 +65,43 @@ describe("swarmplane-agent bin", () => {
       const exited = once(child, "exit")
       child.kill("SIGTERM")
       expect(await exited).toEqual([0, null])
+    }
+  })
+
+  it("routes to the address in an --upstream-file, and follows it when it changes", async () => {
+    const [a, b] = [createEchoServer(), createEchoServer()]
+    const [portA, portB] = [await a.listen(0), await b.listen(0)]
+    const dir = await mkdtemp(join(tmpdir(), "router-bin-"))
+    const file = join(dir, "replica_0.addr")
+    const point = async (port: number) => {
+      await writeFile(`${file}.tmp`, `127.0.0.1:${port}\n`)
+      await rename(`${file}.tmp`, file)
+    }
+    try {
+      await point(portA)
+      const router = agent(["router", "--host", "127.0.0.1", "--upstream-file", file, "--reload-ms", "100"])
+      let stderr = ""
+      router.stderr?.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString()
+      })
+      const url = await listeningUrl(router)
+      expect((await fetch(`${url}/v1/models`)).status).toBe(200)
+      expect(a.stats.requests).toBe(1)
+      await point(portB)
+      await waitFor("the router to move to B", async () => {
+        await (await fetch(`${url}/v1/models`)).text()
+        return b.stats.requests > 0
+      })
+      // stderr is another pipe than the answers: its lines may arrive after them.
+      for (const port of [portA, portB])
+        await waitFor("the router's log line", () =>
+          stderr.includes(`router: upstreams now http://127.0.0.1:${port}`),
+        )
+      const exited = once(router, "exit")
+      router.kill("SIGTERM")
+      expect(await exited).toEqual([0, null])
+    } finally {
+      await Promise.all([a.close(), b.close(), rm(dir, { recursive: true, force: true })])
     }
   })
 

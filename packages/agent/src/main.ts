@@ -6,12 +6,13 @@
 import { readFileSync } from "node:fs"
 import { controlPlane } from "./api-client"
 import { runBatchCommand } from "./batch/command"
-import { parseEchoServer, parseRouter, parseWorker, UsageError } from "./cli"
+import { parseEchoServer, parseRouter, parseWorker, ReloadMs, UsageError } from "./cli"
 import { createEchoServer } from "./echo-server"
 import { stderrLogger } from "./logger"
 import { httpUrl } from "./net"
 import { TokenVariable } from "./process-runner"
 import { createRouter } from "./router"
+import { type UpstreamSource, watchUpstreamFiles } from "./upstream-files"
 import { FatalError, WorkerAgent } from "./worker"
 
 const usage = `swarmplane-agent: the swarmplane worker agent, echo model server and swarm router
@@ -19,7 +20,7 @@ const usage = `swarmplane-agent: the swarmplane worker agent, echo model server 
 Usage:
   swarmplane-agent worker --api URL --backend ID [options]   register and run assigned work
   swarmplane-agent echo-server [--port P] [--host H]         an OpenAI-compatible echo model server
-  swarmplane-agent router --upstream URL... [--port P]       a round-robin router over replicas
+  swarmplane-agent router --upstream[-file] X... [opts]      a round-robin router over replicas
   swarmplane-agent run-batch --input F --output DIR [opts]   run one shard of a batch inference job
   swarmplane-agent <command> --help                          options of one command
 `
@@ -65,12 +66,20 @@ Example:
 const routerHelp = `swarmplane-agent router: one endpoint in front of a swarm's replicas (round-robin)
 
 Options:
-  --upstream URL   a replica's base URL; repeatable, at least one
-  --port P         port to listen on (default: $PORT, else a free port)
-  --host H         address to listen on (default 0.0.0.0)
+  --upstream URL          a replica's base URL; repeatable
+  --upstream-file PATH    a file holding a replica's host:port (or http(s):// URL), re-read while the
+                          router runs; missing, empty or unparsable means no replica; repeatable
+  --reload-ms N           how often the upstream files are re-read (ms; default ${ReloadMs.default}, min ${ReloadMs.min})
+  --port P                port to listen on (default: $PORT, else a free port)
+  --host H                address to listen on (default 0.0.0.0)
 
-Example:
+At least one --upstream or --upstream-file is required. Upstreams are used in the order given. A
+change in the files is logged to stderr ("router: upstreams now ..."); GET /_swarmplane/router
+shows the current upstreams.
+
+Examples:
   swarmplane-agent router --port 9000 --upstream http://10.0.0.5:8000 --upstream http://10.0.0.6:8000
+  swarmplane-agent router --port 9000 --upstream-file /shared/r_0.addr --upstream-file /shared/r_1.addr
 `
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -156,14 +165,25 @@ async function runEchoServer(args: string[], env: NodeJS.ProcessEnv): Promise<nu
 async function runRouter(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const config = parseRouter(args, env)
   if (config === "help") return help(routerHelp)
-  const router = createRouter(config.upstreams)
+  const router = createRouter()
+  const watch = watchUpstreamFiles(router, config.upstreams, {
+    everyMs: config.reloadMs,
+    log: stderrLogger("router"),
+  })
+  // The first read before listening, so a router whose files are written already is ready at once.
+  await watch.reload()
   const port = await router.listen(config.port, config.host)
   process.stdout.write(
-    `listening on ${httpUrl(shownHost(config.host), port)} over ${config.upstreams.join(", ")}\n`,
+    `listening on ${httpUrl(shownHost(config.host), port)} over ${describeSources(config.upstreams)}\n`,
   )
   await untilSignal()
+  watch.stop()
   await router.close()
   return 0
+}
+
+function describeSources(sources: readonly UpstreamSource[]): string {
+  return sources.map((s) => ("url" in s ? s.url : `the address in ${s.file}`)).join(", ")
 }
 
 function help(text: string): number {
