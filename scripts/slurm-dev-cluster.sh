@@ -455,6 +455,9 @@ cmd_up() {
   wait_until "$WAIT_S" ctld_up || die "slurmctld does not answer 'scontrol ping'; see $LOGS/slurmctld.log"
   start_slurm_daemon slurmd
   wait_for_node
+  # slurmctld (re)creates the jobcomp log 0644 when it opens it: make it group-writable again for
+  # `sacct -c` (it opens the file read-write), or the completion history is unreadable to the user.
+  chmod 664 "$JOBCOMP_LOG"
   setup_sshd
   write_connection
   log "ready in $(elapsed)s: Slurm $(slurmctld -V | cut -d' ' -f2), $CPUS CPUs, $GPUS GPUs," \

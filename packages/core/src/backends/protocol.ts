@@ -64,8 +64,13 @@ export interface LaunchRequest {
 export interface LaunchResult {
   /** Now on the substrate (submitted, or found there from an earlier try and adopted). */
   launched: { ref: TaskRef; target: string }[]
-  /** Refused by the substrate for good (e.g. an unknown partition); retryable errors are thrown instead. */
+  /** Refused by the substrate for good (e.g. an unknown partition, a value it would run as a command). */
   failed: { ref: TaskRef; message: string }[]
+  /**
+   * Not submitted this time: the substrate could not be reached or refused the login. The control loop
+   * tries again with backoff; a try that did reach the substrate before it was cut off is adopted then.
+   */
+  deferred?: { ref: TaskRef; message: string }[]
 }
 
 export interface ReconcileRequest {
@@ -73,6 +78,11 @@ export interface ReconcileRequest {
   live: TaskRef[]
   /** When the previous pass finished; a long gap means the control loop was away (see `seedLiveness`). */
   lastPassAt?: number
+  /**
+   * The backend's active swarms. A backend may observe their deployments in the same batched call and
+   * answer this pass's `servingStatus` from it (one SSH command for jobs and swarms on Slurm).
+   */
+  swarms?: Swarm[]
 }
 
 export interface ReconcileResult {
@@ -170,6 +180,18 @@ export interface TaskBackend {
   close(): Promise<void>
 }
 
+/**
+ * Optional capability: what this invocation's contacts with the substrate came to, so the backend's
+ * recorded health is the last contact's result (undefined: no contact was made).
+ */
+export interface ReportsHealth {
+  health(): { healthy: boolean; message?: string } | undefined
+}
+
+export function reportsHealth(backend: object): backend is ReportsHealth {
+  return typeof (backend as Partial<ReportsHealth>).health === "function"
+}
+
 export interface ServingStatus {
   phase: Swarm["phase"]
   url?: string
@@ -177,6 +199,8 @@ export interface ServingStatus {
   replicas: Swarm["replicaStatus"]
   /** The generation the deployment serves. */
   generation?: number
+  /** Nothing of the deployment is queued or running any more: a teardown is complete, whatever the phase. */
+  idle?: boolean
 }
 
 export interface ServingBackend {

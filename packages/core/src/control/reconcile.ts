@@ -11,7 +11,7 @@
  * Every write is conditional, so a crash anywhere is repaired by the next pass.
  */
 
-import type { ReconcileResult, TaskRef, TeardownEffect } from "../backends/protocol"
+import { type ReconcileResult, reportsHealth, type TaskRef, type TeardownEffect } from "../backends/protocol"
 import { type AnyBackend, createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
 import type { Attempt } from "../model/job"
@@ -71,10 +71,28 @@ function applyOutcomes(rt: Runtime, items: { ref: TaskRef; outcome: Outcome }[],
   return applyByJob(rt, entries, fence)
 }
 
+/** Backoff between tries to submit an attempt whose substrate could not be reached: 5 s doubling, at most 5 min. */
+export function submitBackoffMs(failures: number): number {
+  return Math.min(5 * 60_000, 5_000 * 2 ** Math.max(0, failures - 1))
+}
+
+/** Attempts persisted as ASSIGNED but not on the substrate yet, whose next try is due. */
+export function unsubmitted(live: TaskRef[], now: number): TaskRef[] {
+  return live.filter((ref) => {
+    const attempt = ref.task.data.attempts.at(-1)
+    return (
+      ref.task.data.state === "ASSIGNED" &&
+      !attempt?.target &&
+      (attempt?.retryAt === undefined || Date.parse(attempt.retryAt) <= now)
+    )
+  })
+}
+
 /**
  * Delegated backends: submit what was persisted as ASSIGNED but is not yet on the substrate (no
- * target): this pass's placements, and any a crashed pass left behind. The backend adopts attempts it
- * finds there already, so a crash between submit and persist never submits twice.
+ * target): this pass's placements, any a crashed pass left behind, and tries that could not reach the
+ * substrate (again after a backoff, with the reason on the task). The backend adopts attempts it finds
+ * there already, so a crash between submit and persist never submits twice.
  */
 async function launchAssigned(
   rt: Runtime,
@@ -83,10 +101,8 @@ async function launchAssigned(
   fence: number,
 ): Promise<void> {
   if (record.kind !== "delegated") return
-  const work = await activeWork(rt, record)
-  const attempts = work.live.filter(
-    (ref) => ref.task.data.state === "ASSIGNED" && !ref.task.data.attempts.at(-1)?.target,
-  )
+  const now = rt.clock.now()
+  const attempts = unsubmitted((await activeWork(rt, record)).live, now)
   if (!attempts.length) return
   const result = await backend.launch({ attempts })
   await applyByJob(
@@ -103,6 +119,19 @@ async function launchAssigned(
           outcome: { kind: "failed" as const, attemptUid: currentUid(ref), reason: "submit_failed", message },
         },
       })),
+      ...(result.deferred ?? []).map(({ ref, message }) => {
+        const failures = (ref.task.data.attempts.at(-1)?.submitFailures ?? 0) + 1
+        return {
+          ref,
+          report: {
+            index: ref.task.data.index,
+            serving: {
+              attemptUid: currentUid(ref),
+              submitFailure: { message, retryAt: new Date(now + submitBackoffMs(failures)).toISOString() },
+            },
+          },
+        }
+      }),
     ],
     fence,
   )
@@ -173,12 +202,21 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
       lease.lastPassAt !== undefined &&
       now - lease.lastPassAt > awayAfterMs(record.config.heartbeatGraceS)
     if (away) await backend.seedLiveness()
-    const observed = away
-      ? { workers: [], transitions: [] }
-      : await backend.reconcile({
+    // A substrate that cannot be observed this pass changes no task; the pass goes on, so new work is
+    // still placed and says why it is not submitted yet, and the backend's health says what failed.
+    let observed: ReconcileResult = { workers: [], transitions: [] }
+    if (!away)
+      try {
+        observed = await backend.reconcile({
           live: work.live,
+          swarms: work.swarms.map((s) => s.data),
           ...(lease.lastPassAt !== undefined ? { lastPassAt: lease.lastPassAt } : {}),
         })
+      } catch (error) {
+        if (error instanceof FencedError || record.kind !== "delegated") throw error
+        report.error = error instanceof Error ? error.message : String(error)
+        rt.logger.warn(`${record.project} backend ${record.id}: ${report.error}; tasks unchanged this pass`)
+      }
     guard()
     // Requeue a worker's attempts only once its death is committed: a heartbeat that raced the mark wins.
     const unavailable = new Set<string>()
@@ -271,7 +309,6 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
         },
       }))
       stops.push(...(await applyOutcomes(rt, preempted, fence)))
-      await launchAssigned(rt, backend, record, fence)
       // Why the rest wait: one reason per job (its tasks are alike), written only when it changes.
       const placed = new Set(plan.assignments.map((a) => `${a.ref.job.id}/${a.ref.task.data.index}`))
       const firstWaiting = new Map<string, TaskRef>()
@@ -283,6 +320,13 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
         if (reason && reason !== ref.job.pendingReason)
           await rt.repos.jobs.setPendingReason(record.project, ref.job.id, reason, fence)
       }
+    }
+
+    // Submit what is assigned but not on the substrate: this pass's placements, a crashed pass's,
+    // and earlier tries that could not reach it, once their backoff is over.
+    if (record.kind === "delegated" && (report.placed > 0 || unsubmitted(work.live, now).length)) {
+      guard()
+      await launchAssigned(rt, backend, record, fence)
     }
 
     // 8. Teardown after the commit.
@@ -300,9 +344,17 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
     }))
     if (effects.length) await backend.runTeardown(effects)
     if (record.kind === "worker-daemon") await backend.pruneDeadWorkers()
-    if (!record.status.healthy)
+    // Health is the last contact's result: what the backend saw this pass, if it made contact.
+    const health = reportsHealth(backend)
+      ? backend.health()
+      : report.error
+        ? { healthy: false, message: report.error }
+        : record.status.healthy
+          ? undefined
+          : { healthy: true }
+    if (health && (health.healthy !== record.status.healthy || health.message !== record.status.message))
       await rt.repos.backends.setStatus(record.project, record.id, {
-        healthy: true,
+        ...health,
         checkedAt: new Date(now).toISOString(),
       })
   } catch (error) {

@@ -9,6 +9,7 @@ import type { Runtime } from "../runtime"
 import { Keys } from "../store/keys"
 import type { StoredItem } from "../store/port"
 import { iso } from "../util/clock"
+import { isRetryable } from "../util/errors"
 import { observe } from "./swarm-phase"
 
 export async function reconcileSwarm(
@@ -33,13 +34,26 @@ export async function reconcileSwarm(
     if (!swarm.handle) return
     await backend.delete(swarm, fence)
     const observed = await backend.servingStatus(swarm)
-    if (!("gone" in observed) && observed.phase !== "STOPPED") return
+    if (!("gone" in observed) && observed.phase !== "STOPPED" && !observed.idle) return
     next = { ...swarm, handle: undefined, url: undefined }
     reason = "teardown"
   } else {
     if (swarm.desired === "running") {
       if (!swarm.handle || swarm.handle.meta.generation !== swarm.generation) {
-        swarm = { ...swarm, handle: await backend.createOrUpdate(swarm, fence), updatedAt: now }
+        try {
+          swarm = { ...swarm, handle: await backend.createOrUpdate(swarm, fence), updatedAt: now }
+        } catch (error) {
+          // A deployment the backend refuses for good (a value Slurm would not take) fails the swarm
+          // with the backend's words, instead of being tried again every pass.
+          if (isRetryable(error)) throw error
+          const message = error instanceof Error ? error.message : String(error)
+          next = observe(swarm, { kind: "status", phase: "FAILED", detail: message }, now).swarm
+          await rt.repos.swarms.save(
+            { ...item, data: next, fence },
+            { from, reason: "deploy_refused", message },
+          )
+          return
+        }
         reason = "deployment_created"
       }
     } else if (swarm.handle) {
@@ -47,7 +61,9 @@ export async function reconcileSwarm(
       reason = "teardown"
     }
     const observed = await backend.servingStatus(swarm)
-    if ("gone" in observed) next = observe(swarm, { kind: "gone" }, now).swarm
+    // After a delete, a deployment with nothing queued or running is gone, whatever phase its jobs ended in.
+    if ("gone" in observed || (swarm.desired === "deleted" && observed.idle))
+      next = observe(swarm, { kind: "gone" }, now).swarm
     else {
       next = observe(
         swarm,

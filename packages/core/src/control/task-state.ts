@@ -165,29 +165,34 @@ export function applyOutcome(task: Task, outcome: Outcome, policy: RetryPolicy, 
       const attempts = endAttempt(task, "FAILED", nowIso, {
         reason: outcome.reason,
         ...(outcome.exitCode !== undefined ? { exitCode: outcome.exitCode } : {}),
+        ...(outcome.message ? { message: outcome.message } : {}),
       })
       const failureCount = task.failureCount + 1
       const retry = failureCount <= policy.maxRetriesFailure
       return {
         task: { ...base, state: retry ? "PENDING" : "FAILED", attempts, failureCount },
         changed: true,
-        stop: [],
+        stop: outcome.stop && current ? [current.attemptUid] : [],
         retried: retry,
       }
     }
     case "worker_failed":
     case "preempted": {
       const attemptState = outcome.kind === "preempted" ? "PREEMPTED" : "WORKER_FAILED"
-      const attempts = endAttempt(task, attemptState, nowIso, { reason: outcome.reason })
+      const attempts = endAttempt(task, attemptState, nowIso, {
+        reason: outcome.reason,
+        ...(outcome.message ? { message: outcome.message } : {}),
+      })
+      const stop = outcome.stop && current ? [current.attemptUid] : []
       // A task preempted before it started (only ASSIGNED) lost nothing: it always goes back, free.
       if (outcome.kind === "preempted" && task.state === "ASSIGNED")
-        return { task: { ...base, state: "PENDING", attempts }, changed: true, stop: [], retried: true }
+        return { task: { ...base, state: "PENDING", attempts }, changed: true, stop, retried: true }
       const preemptionCount = task.preemptionCount + 1
       const retry = preemptionCount <= policy.maxRetriesPreemption
       return {
         task: { ...base, state: retry ? "PENDING" : attemptState, attempts, preemptionCount },
         changed: true,
-        stop: [],
+        stop,
         retried: retry,
       }
     }
@@ -195,7 +200,12 @@ export function applyOutcome(task: Task, outcome: Outcome, policy: RetryPolicy, 
     case "cosched_failed": {
       const state = outcome.kind === "killed" ? "KILLED" : "COSCHED_FAILED"
       const live = currentAttempt(task)
-      const attempts = live ? endAttempt(task, "KILLED", nowIso, { reason: outcome.reason }) : task.attempts
+      const attempts = live
+        ? endAttempt(task, "KILLED", nowIso, {
+            reason: outcome.reason,
+            ...(outcome.message ? { message: outcome.message } : {}),
+          })
+        : task.attempts
       return {
         task: { ...base, state, attempts, pendingReason: undefined },
         changed: true,
@@ -235,16 +245,36 @@ export function noteServing(
     target?: string
     progress?: Attempt["progress"]
     pendingReason?: string
+    submitFailure?: { message: string; retryAt: string }
   },
   nowIso: string,
 ): Applied {
   const current = currentAttempt(task)
   if (!current || current.attemptUid !== report.attemptUid) return unchanged(task)
+  if (report.submitFailure) {
+    // Not on the substrate yet: count the try, say why and when the next is due.
+    if (task.state !== "ASSIGNED" || current.target) return unchanged(task)
+    const failures = (current.submitFailures ?? 0) + 1
+    const { message, retryAt } = report.submitFailure
+    return {
+      task: {
+        ...task,
+        pendingReason: `not submitted yet (try ${failures}): ${message}; next try at ${retryAt}`,
+        attempts: withLast(task, { submitFailures: failures, retryAt }),
+        updatedAt: nowIso,
+      },
+      changed: true,
+      stop: [],
+      retried: false,
+    }
+  }
   // Why a submitted attempt waits: kept on the task while it is ASSIGNED (a start clears it).
-  const reason =
-    report.pendingReason !== undefined &&
-    task.state === "ASSIGNED" &&
-    report.pendingReason !== task.pendingReason
+  const submitted = report.target !== undefined && task.pendingReason?.startsWith("not submitted yet")
+  const reason = submitted
+    ? { pendingReason: undefined }
+    : report.pendingReason !== undefined &&
+        task.state === "ASSIGNED" &&
+        report.pendingReason !== task.pendingReason
       ? { pendingReason: report.pendingReason }
       : {}
   const patch: Partial<Attempt> = {

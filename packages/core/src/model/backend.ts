@@ -6,6 +6,18 @@
 import { z } from "@hono/zod-openapi"
 import { Attributes, bytesAtMost, Name, Resources, Text, Timestamp } from "./common"
 import { Limits } from "./limits"
+import {
+  HostPattern,
+  noNul,
+  oneLine,
+  ReservedSbatchOptions,
+  SbatchOptionPattern,
+  SlurmGrammarText,
+  SlurmNamePattern,
+  SlurmPathPattern,
+  SlurmTimePattern,
+  sbatchOptionName,
+} from "./slurm-grammar"
 import { BackendKind, type BackendKinds } from "./states"
 
 /** The name of a secret held by the deployment (SST secret / SSM parameter / local file), never its value. */
@@ -18,6 +30,20 @@ const SecretName = z
   })
 
 const ScriptLine = z.string().max(Limits.scriptLineLength)
+const ShellLine = ScriptLine.refine((line) => oneLine(line, { tab: true }), {
+  message: SlurmGrammarText.shellLine,
+})
+/** An argv word that reaches a login-node command (quoted there): anything but NUL. */
+const ArgvWord = z.string().max(Limits.scriptLineLength).refine(noNul, { message: SlurmGrammarText.noNul })
+const SlurmName = z.string().min(1).max(64).regex(SlurmNamePattern, { message: SlurmGrammarText.name })
+const SbatchOption = ScriptLine.regex(SbatchOptionPattern, { message: SlurmGrammarText.sbatchOption }).refine(
+  (line) => !ReservedSbatchOptions.includes(sbatchOptionName(line) ?? ""),
+  {
+    message: `swarmplane sets ${ReservedSbatchOptions.filter((o) => o.length > 1)
+      .map((o) => `--${o}`)
+      .join(", ")} itself (it names, retries and logs each attempt); leave them out`,
+  },
+)
 
 /**
  * A URL that credentials are sent to: https, or http only to this machine (local fakes and tunnels),
@@ -52,7 +78,12 @@ export const SlurmBackendConfig = z
   .object({
     type: z.literal("slurm").describe("Slurm cluster reached over SSH through its login node."),
     ...common,
-    loginHost: z.string().min(1).max(253).describe("Login node host name or address."),
+    loginHost: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(HostPattern, { message: SlurmGrammarText.host })
+      .describe("Login node host name or address."),
     port: z.number().int().min(1).max(65535).default(22).describe("SSH port of the login node."),
     user: z
       .string()
@@ -68,30 +99,28 @@ export const SlurmBackendConfig = z
       .describe(
         "Pinned host key of the login node, as in known_hosts (`ssh-ed25519 AAAA...`) or its SHA256 fingerprint (`SHA256:...`). A changed key is refused.",
       ),
-    partition: z.string().min(1).max(128).describe("Default partition (`--partition`)."),
-    gpuPartition: z
-      .string()
-      .min(1)
-      .max(128)
-      .optional()
-      .describe("Partition for tasks that ask for GPUs; `partition` when absent."),
-    account: z.string().min(1).max(128).optional().describe("Account to charge (`--account`)."),
-    qos: z.string().min(1).max(128).optional().describe("Quality of service (`--qos`)."),
+    partition: SlurmName.describe("Default partition (`--partition`)."),
+    gpuPartition: SlurmName.optional().describe(
+      "Partition for tasks that ask for GPUs; `partition` when absent.",
+    ),
+    account: SlurmName.optional().describe("Account to charge (`--account`)."),
+    qos: SlurmName.optional().describe("Quality of service (`--qos`)."),
     timeLimit: z
       .string()
-      .regex(/^(\d+-)?\d{1,3}:\d{2}:\d{2}$|^\d+$/, {
-        message: "a Slurm time such as `01:00:00`, `2-00:00:00` or minutes",
-      })
+      .max(32)
+      .regex(SlurmTimePattern, { message: SlurmGrammarText.time })
       .default("01:00:00")
       .describe("Default time limit (`--time`) when a job gives none."),
-    gresGpuName: z.string().min(1).max(64).default("gpu").describe("GRES name of GPUs (`--gres=<name>:N`)."),
+    gresGpuName: SlurmName.default("gpu").describe("GRES name of GPUs (`--gres=<name>:N`)."),
     extraSbatch: z
-      .array(ScriptLine)
+      .array(SbatchOption)
       .max(Limits.scriptLines)
       .default([])
-      .describe("Extra `#SBATCH` options, one per entry, e.g. `--exclusive`."),
+      .describe(
+        "Extra `#SBATCH` options, one per entry, e.g. `--exclusive`. Not the ones swarmplane sets itself (`--job-name`, `--output`, `--array`, `--requeue`, ...).",
+      ),
     setup: z
-      .array(ScriptLine)
+      .array(ShellLine)
       .max(Limits.scriptLines)
       .default([])
       .describe("Shell lines run before each task, e.g. `module load cuda/12.4`."),
@@ -102,7 +131,7 @@ export const SlurmBackendConfig = z
           .default("none")
           .describe("How an image runs: directly on the node (`none`), `apptainer exec`, or `enroot start`."),
         extraArgs: z
-          .array(ScriptLine)
+          .array(ArgvWord)
           .max(Limits.scriptLines)
           .default([])
           .describe("Extra launcher arguments, e.g. `--nv`."),
@@ -111,7 +140,7 @@ export const SlurmBackendConfig = z
       .default({ launcher: "none", extraArgs: [] })
       .describe("Container launcher for jobs that name an image."),
     agentCommand: z
-      .array(z.string().max(Limits.scriptLineLength))
+      .array(ArgvWord)
       .min(1)
       .max(64)
       .default(["swarmplane-agent"])
@@ -119,7 +148,7 @@ export const SlurmBackendConfig = z
         'How the cluster runs the agent\'s program (`npm run build:agent` makes it one file): it replaces a leading `swarmplane-agent` in commands, e.g. `["node", "/shared/swarmplane-agent.mjs"]`.',
       ),
     routerCommand: z
-      .array(z.string().max(Limits.scriptLineLength))
+      .array(ArgvWord)
       .max(64)
       .optional()
       .describe("Command of the swarm router job; the agent's `router` when absent."),
@@ -127,6 +156,7 @@ export const SlurmBackendConfig = z
       .string()
       .min(1)
       .max(1024)
+      .regex(SlurmPathPattern, { message: SlurmGrammarText.path })
       .default("~/.swarmplane/jobs")
       .describe(
         "Folder on the cluster for job scripts' output files; nothing else is left on the login node.",

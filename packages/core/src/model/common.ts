@@ -5,6 +5,7 @@
  */
 import { z } from "@hono/zod-openapi"
 import { Limits } from "./limits"
+import { noNul, oneLine } from "./slurm-grammar"
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 
@@ -27,7 +28,7 @@ export const Env = z
     z.string().max(Limits.envKeyLength).regex(envKey, {
       message: "environment variable names are letters, digits and '_', not starting with a digit",
     }),
-    z.string().max(Limits.envValueLength),
+    z.string().max(Limits.envValueLength).refine(noNul, { message: "no NUL characters" }),
   )
   .refine((env) => Object.keys(env).length <= Limits.envCount, {
     message: `at most ${Limits.envCount} environment variables`,
@@ -41,14 +42,20 @@ export const Env = z
 
 /** A command as an argv array (no shell unless the user writes ["sh", "-c", "..."]). */
 export const Command = z
-  .array(z.string().max(Limits.commandArgLength))
+  .array(z.string().max(Limits.commandArgLength).refine(noNul, { message: "no NUL characters" }))
   .min(1)
   .max(Limits.commandArgs)
   .refine((argv) => argv.reduce((n, a) => n + Buffer.byteLength(a), 0) <= Limits.commandTotalBytes, {
     message: `the command may total at most ${Limits.commandTotalBytes} bytes`,
   })
 
-export const Image = z.string().min(1).max(Limits.imageLength)
+export const Image = z
+  .string()
+  .min(1)
+  .max(Limits.imageLength)
+  .refine((image) => oneLine(image) && !/\s/.test(image), {
+    message: "an image reference, without spaces or control characters",
+  })
 
 const attributeKey = z
   .string()
@@ -57,7 +64,10 @@ const attributeKey = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, {
     message: "attribute keys are letters, digits, '.', '_', '/' and '-'",
   })
-const attributeValue = z.string().max(Limits.attributeValueLength)
+const attributeValue = z
+  .string()
+  .max(Limits.attributeValueLength)
+  .refine((text) => oneLine(text), { message: "one line of text (no newline or control characters)" })
 
 /** Attributes of a worker or backend, e.g. `{ accelerator: "h100", zone: "a" }`. */
 export const Attributes = z

@@ -261,6 +261,12 @@ export const Attempt = z
       .string()
       .optional()
       .describe("Why it ended, e.g. `exit_code`, `timeout`, `preempted`, `worker_lost`, `cancelled`."),
+    message: z
+      .string()
+      .optional()
+      .describe(
+        "What happened, in words, e.g. `sbatch: error: invalid partition specified: gpu2` or `cancelled by uid 0 on the cluster, not through swarmplane`.",
+      ),
     target: z
       .string()
       .optional()
@@ -272,6 +278,14 @@ export const Attempt = z
       .describe(
         "Delegated backends: the submission it goes out in (`<name>#<array index>`), persisted before it is sent.",
       ),
+    submitFailures: z
+      .number()
+      .int()
+      .optional()
+      .describe(
+        "Delegated backends: tries to submit it that did not reach the cluster (unreachable, refused login); retried with backoff.",
+      ),
+    retryAt: Timestamp.optional().describe("Delegated backends: when the next try to submit it is due."),
     endpoint: z.string().optional().describe("Where a replica or router listens, once it does."),
     ready: z.boolean().optional().describe("For replicas and routers: the health check passes."),
     progress: z

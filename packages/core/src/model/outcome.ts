@@ -1,6 +1,8 @@
 /**
  * Outcomes: what was observed or decided about a task's current attempt. Backends produce them (in
  * reconcile results), the control loop applies them with the task state machine (control/task-state.ts).
+ * `message` says in words what happened (kept on the attempt and in the event). `stop`: the attempt
+ * may still be alive on its substrate (e.g. Slurm requeued it), so it is stopped there after the commit.
  */
 
 export type Outcome =
@@ -8,9 +10,16 @@ export type Outcome =
   | { kind: "building"; attemptUid: string }
   | { kind: "running"; attemptUid: string; target?: string }
   | { kind: "succeeded"; attemptUid: string; exitCode?: number }
-  | { kind: "failed"; attemptUid: string; exitCode?: number; reason: string; message?: string }
-  | { kind: "worker_failed"; attemptUid: string; reason: string; message?: string }
-  | { kind: "preempted"; attemptUid: string; reason: string; message?: string }
+  | {
+      kind: "failed"
+      attemptUid: string
+      exitCode?: number
+      reason: string
+      message?: string
+      stop?: boolean
+    }
+  | { kind: "worker_failed"; attemptUid: string; reason: string; message?: string; stop?: boolean }
+  | { kind: "preempted"; attemptUid: string; reason: string; message?: string; stop?: boolean }
   | { kind: "killed"; reason: string; message?: string }
   | { kind: "unschedulable"; reason: string; message?: string }
   | { kind: "cosched_failed"; reason: string; message?: string }

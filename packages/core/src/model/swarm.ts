@@ -6,6 +6,7 @@
 import { z } from "@hono/zod-openapi"
 import { bytesAtMost, Command, Env, Image, Labels, Name, Timestamp } from "./common"
 import { Limits } from "./limits"
+import { noNul, oneLine, SlurmGrammarText, SlurmPartitionsPattern, SlurmTimePattern } from "./slurm-grammar"
 import { SwarmDesired, SwarmPhase } from "./states"
 
 const path = z
@@ -46,10 +47,18 @@ export const ServingOptions = z
       .object({
         partition: z
           .string()
-          .max(128)
+          .max(1100)
+          .regex(SlurmPartitionsPattern, { message: SlurmGrammarText.partitions })
           .optional()
           .describe("Partition for the replicas; the backend's when absent."),
-        timeLimit: z.string().max(32).optional().describe("Time limit of the replica and router jobs."),
+        timeLimit: z
+          .string()
+          .max(32)
+          .regex(SlurmTimePattern, { message: SlurmGrammarText.time })
+          .optional()
+          .describe(
+            "Time limit of the replica and router jobs, e.g. `7-00:00:00`; the backend's when absent.",
+          ),
         routerPort: z
           .number()
           .int()
@@ -100,6 +109,7 @@ export const SwarmSpec = z
       .string()
       .min(1)
       .max(256)
+      .refine((text) => oneLine(text), { message: "a model name on one line (no control characters)" })
       .describe(
         "Model to serve, e.g. `meta-llama/Llama-3.1-8B-Instruct`, or `echo` for the built-in test server.",
       ),
@@ -126,7 +136,7 @@ export const SwarmSpec = z
       "Model server command (argv); a vLLM-style server of `model` when absent.",
     ),
     args: z
-      .array(z.string().max(Limits.commandArgLength))
+      .array(z.string().max(Limits.commandArgLength).refine(noNul, { message: SlurmGrammarText.noNul }))
       .max(Limits.commandArgs)
       .default([])
       .describe("Extra arguments appended to the command."),

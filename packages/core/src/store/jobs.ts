@@ -47,6 +47,8 @@ export type TaskReport =
         progress?: Task["attempts"][number]["progress"]
         /** Why the submitted attempt still waits in the substrate's queue. */
         pendingReason?: string
+        /** A try to submit it that did not reach the substrate, and when the next is due. */
+        submitFailure?: { message: string; retryAt: string }
       }
     }
 
@@ -453,9 +455,11 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
               from: before.get(t.index)!.data.state,
               to: t.state,
               reason,
-              ...(last?.exitCode !== undefined && t.state !== "RUNNING"
-                ? { message: `exit code ${last.exitCode}` }
-                : {}),
+              ...(report && "outcome" in report && "message" in report.outcome && report.outcome.message
+                ? { message: report.outcome.message }
+                : last?.exitCode !== undefined && t.state !== "RUNNING"
+                  ? { message: `exit code ${last.exitCode}` }
+                  : {}),
             }
           }),
         )

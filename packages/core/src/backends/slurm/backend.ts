@@ -1,69 +1,70 @@
 /**
  * The `slurm` backend (kind `delegated`): Slurm places the work; swarmplane reaches the cluster the
- * way a person does, by SSH to the login node. One connection per invocation, one command per
- * reconcile pass for every attempt (squeue + scontrol/sacct fallbacks), submissions as array jobs
- * named from ids persisted before they are sent, so a retried submit adopts instead of duplicating.
+ * way a person does, by SSH to the login node. One shared connection per login while the process
+ * lives, one command per reconcile pass for every attempt and every swarm (squeue + scontrol/sacct
+ * fallbacks, exit files, progress files, replica health probes), submissions as array jobs named from
+ * ids persisted before they are sent, so a retried submit adopts instead of duplicating. Every contact
+ * is recorded as the backend's health; no fault of the cluster escapes as a crash.
  */
 import type { Backend, BackendConfigOf } from "../../model/backend"
+import type { Swarm } from "../../model/swarm"
 import type { Runtime } from "../../runtime"
 import { iso } from "../../util/clock"
-import { BackendError, NotSupportedError } from "../../util/errors"
+import { BackendError, NotSupportedError, VisibleError } from "../../util/errors"
 import { newId } from "../../util/ids"
 import type {
   LaunchResult,
   ReconcileResult,
+  ReportsHealth,
   ScheduleResult,
   ServingBackend,
   TaskBackend,
   TaskRef,
 } from "../protocol"
+import { LostAfterMs, observeTasks, parseSubmission, parseTarget } from "./observe"
 import {
   JOB_NAME_PREFIX,
   latestSacctRecords,
-  mapSlurmState,
   parseQueueDepth,
   parseSacctCompletion,
   parseScontrolJobs,
   parseSinfo,
+  parseSinfoNodes,
   parseSqueue,
   parseVersion,
   type SlurmVersion,
-  toOutcome,
 } from "./parse"
 import {
   cancelCommand,
+  parseExitSection,
   parseProgressSection,
-  progressOf,
   reconcileCommand,
   sections,
   statusCommand,
   submitOrAdoptCommand,
 } from "./remote"
-import { outputDirOf, outputPath, progressPath, type Submission, sbatchScript, sh } from "./script"
-import { SlurmServing } from "./serving"
-import { SshSession } from "./ssh"
+import {
+  outputDirOf,
+  outputPath,
+  progressPath,
+  type Submission,
+  sbatchScript,
+  sh,
+  UnsafeValueError,
+} from "./script"
+import { parseProbes, probeCommand, SlurmServing, servingNames, servingStatusFrom } from "./serving"
+import { acquireSession, type SshSession } from "./ssh"
+
+export { LostAfterMs, parseSubmission, parseTarget }
 
 type SlurmConfig = BackendConfigOf<"slurm">
 
-/** An attempt unseen on the cluster this long after it was submitted counts as lost. */
-export const LostAfterMs = 120_000
-
-/** `<name>#<index>` of an attempt's submission. */
-export function parseSubmission(text: string | undefined): { name: string; index: number } | undefined {
-  const m = /^(.+)#(\d+)$/.exec(text ?? "")
-  return m ? { name: m[1]!, index: Number(m[2]) } : undefined
-}
-
-/** `<array job id>_<index>`, what Slurm shows for an array task. */
-export function parseTarget(text: string | undefined): { jobId: string; index: number } | undefined {
-  const m = /^(\d+)_(\d+)$/.exec(text ?? "")
-  return m ? { jobId: m[1]!, index: Number(m[2]) } : undefined
-}
-
-export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBackend & ServingBackend {
+export function SlurmBackend(
+  backend: Backend & { config: SlurmConfig },
+): TaskBackend & ServingBackend & ReportsHealth {
   const { project, id: backendId, config } = backend
   let runtime: Runtime | undefined
-  let session: SshSession | undefined
+  let lease: ReturnType<typeof acquireSession> | undefined
   let version: SlurmVersion | undefined
   const rt = () => {
     if (!runtime) throw new Error("bindRuntime() first")
@@ -73,11 +74,16 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
     throw new NotSupportedError("slurm", what)
   }
 
-  /** The invocation's one SSH session; the Slurm version is read on first contact. */
+  /** What this invocation's contacts with the login node came to (the backend's health). */
+  let contact: { healthy: boolean; message?: string } | undefined
+  /** Swarm states read by this pass's reconcile command, by the deployment's replica job name. */
+  const observedSwarms = new Map<string, ReturnType<typeof servingStatusFrom>>()
+
+  /** The login's shared SSH session (kept across invocations); the Slurm version is read on first contact. */
   async function ssh(): Promise<SshSession> {
-    if (!session) {
+    if (!lease) {
       const privateKey = await rt().secrets.get(project, config.sshKeySecret)
-      session = new SshSession({
+      lease ??= acquireSession({
         host: config.loginHost,
         port: config.port,
         user: config.user,
@@ -87,20 +93,28 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
         commandTimeoutS: config.commandTimeoutS,
       })
     }
-    return session
+    return lease.session
   }
 
+  /** One command on the login node; its success or failure is the backend's health. */
   async function run(command: string, stdin?: string) {
-    const s = await ssh()
-    if (!version) {
-      const out = await s.exec(`squeue --version; ${command}`, stdin)
-      const [first = "", ...rest] = out.stdout.split("\n")
-      version = parseVersion(first)
-      if (version.major < 20)
-        throw new BackendError(`Slurm ${first.trim()} is older than 20.02, which this backend needs`, false)
-      return { ...out, stdout: rest.join("\n") }
+    try {
+      const s = await ssh()
+      let out: Awaited<ReturnType<SshSession["exec"]>>
+      if (!version) {
+        const first = await s.exec(`squeue --version; ${command}`, stdin)
+        const [line = "", ...rest] = first.stdout.split("\n")
+        version = parseVersion(line)
+        if (version.major < 20)
+          throw new BackendError(`Slurm ${line.trim()} is older than 20.02, which this backend needs`, false)
+        out = { ...first, stdout: rest.join("\n") }
+      } else out = await s.exec(command, stdin)
+      if (!contact || contact.healthy) contact = { healthy: true }
+      return out
+    } catch (error) {
+      contact = { healthy: false, message: error instanceof Error ? error.message : String(error) }
+      throw error
     }
-    return s.exec(command, stdin)
   }
 
   const serving = SlurmServing({
@@ -110,6 +124,50 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
     backendId,
     project,
   })
+
+  /** The launch of one submission: its script (checked), then submit-or-adopt in one exec. */
+  async function submit(
+    name: string,
+    refs: TaskRef[],
+  ): Promise<{ jobId: string; adopted: boolean } | { refused: string }> {
+    const job = refs[0]!.job
+    const entries = refs.map((ref) => {
+      const attempt = ref.task.data.attempts.at(-1)!
+      return {
+        index: parseSubmission(attempt.submission)!.index,
+        shard: ref.task.data.index,
+        attemptUid: attempt.attemptUid,
+      }
+    })
+    const swarm = job.spec.swarm ? await rt().repos.swarms.get(project, job.spec.swarm) : undefined
+    const sub: Submission = {
+      name,
+      entries,
+      nshards: job.spec.tasks,
+      resources: job.spec.resources,
+      ...(job.spec.timeLimitS !== undefined ? { timeLimitS: job.spec.timeLimitS } : {}),
+      env: { ...job.spec.env, ...(swarm?.url ? { SWARM_ENDPOINT: swarm.url } : {}) },
+      command: job.spec.command,
+      ...(job.spec.image ? { image: job.spec.image } : {}),
+      ...placement(job.spec.constraints),
+    }
+    let script: string
+    try {
+      script = sbatchScript(config, sub)
+    } catch (error) {
+      if (error instanceof UnsafeValueError) return { refused: error.message }
+      throw error
+    }
+    const out = await run(submitOrAdoptCommand(name, outputDirOf(config)), script)
+    const adopted = /^adopted (\d+)/.exec(out.stdout.trim())?.[1]
+    const submitted = /^(\d+)(;\S+)?$/.exec(out.stdout.trim())?.[1]
+    const jobId = adopted ?? submitted
+    if (out.code !== 0 || !jobId)
+      return {
+        refused: `sbatch refused the job: ${(out.stderr || out.stdout).trim().split("\n").at(-1) ?? `exit ${out.code}`}`,
+      }
+    return { jobId, adopted: !!adopted }
+  }
 
   return {
     descriptor: {
@@ -126,6 +184,8 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
     bindRuntime(r) {
       runtime = r
     },
+
+    health: () => contact,
 
     /**
      * Slurm places the work: every pending task gets an attempt, one submission per job's batch of them,
@@ -162,57 +222,59 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
       return { assignments, preemptions: [], pendingReasons }
     },
 
+    /**
+     * Submit (or adopt) each submission. A script Slurm would run differently from what it says (a
+     * hostile value) and sbatch's refusal are final; a login node that cannot be reached, or refuses
+     * the login, defers the rest of the launch: those attempts are tried again with backoff, and the
+     * next try adopts what a cut-off try did submit.
+     */
     async launch(request): Promise<LaunchResult> {
       const bySubmission = new Map<string, TaskRef[]>()
       for (const ref of request.attempts) {
         const sub = parseSubmission(ref.task.data.attempts.at(-1)?.submission)
         if (sub) bySubmission.set(sub.name, [...(bySubmission.get(sub.name) ?? []), ref])
       }
-      const result: LaunchResult = { launched: [], failed: [] }
+      const result: Required<LaunchResult> = { launched: [], failed: [], deferred: [] }
+      let unreachable: string | undefined
       for (const [name, refs] of bySubmission) {
-        const job = refs[0]!.job
-        const entries = refs.map((ref) => {
-          const attempt = ref.task.data.attempts.at(-1)!
-          return {
-            index: parseSubmission(attempt.submission)!.index,
-            shard: ref.task.data.index,
-            attemptUid: attempt.attemptUid,
-          }
-        })
-        const swarm = job.spec.swarm ? await rt().repos.swarms.get(project, job.spec.swarm) : undefined
-        const sub: Submission = {
-          name,
-          entries,
-          nshards: job.spec.tasks,
-          resources: job.spec.resources,
-          ...(job.spec.timeLimitS !== undefined ? { timeLimitS: job.spec.timeLimitS } : {}),
-          env: { ...job.spec.env, ...(swarm?.url ? { SWARM_ENDPOINT: swarm.url } : {}) },
-          command: job.spec.command,
-          ...(job.spec.image ? { image: job.spec.image } : {}),
-          ...placement(job.spec.constraints),
-        }
-        const out = await run(submitOrAdoptCommand(name, outputDirOf(config)), sbatchScript(config, sub))
-        const adopted = /^adopted (\d+)/.exec(out.stdout.trim())?.[1]
-        const submitted = /^(\d+)(;\S+)?$/.exec(out.stdout.trim())?.[1]
-        const jobId = adopted ?? submitted
-        if (out.code !== 0 || !jobId) {
-          const message = `sbatch refused the job: ${(out.stderr || out.stdout).trim().split("\n").at(-1) ?? `exit ${out.code}`}`
-          for (const ref of refs) result.failed.push({ ref, message })
+        if (unreachable) {
+          for (const ref of refs) result.deferred.push({ ref, message: unreachable })
           continue
         }
-        if (adopted)
+        let outcome: Awaited<ReturnType<typeof submit>>
+        try {
+          outcome = await submit(name, refs)
+        } catch (error) {
+          if (!(error instanceof BackendError || error instanceof VisibleError)) throw error
+          unreachable = error.message
+          for (const ref of refs) result.deferred.push({ ref, message: unreachable })
+          continue
+        }
+        if ("refused" in outcome) {
+          for (const ref of refs) result.failed.push({ ref, message: outcome.refused })
+          continue
+        }
+        if (outcome.adopted)
           rt().logger.info(
-            `${project} slurm ${backendId}: adopted job ${jobId} (${name}) from an earlier submit`,
+            `${project} slurm ${backendId}: adopted job ${outcome.jobId} (${name}) from an earlier submit`,
           )
-        for (const [i, ref] of refs.entries())
-          result.launched.push({ ref, target: `${jobId}_${entries[i]!.index}` })
+        for (const ref of refs) {
+          const index = parseSubmission(ref.task.data.attempts.at(-1)!.submission)!.index
+          result.launched.push({ ref, target: `${outcome.jobId}_${index}` })
+        }
       }
       return result
     },
 
+    /**
+     * One command for the whole pass: the queue, the records of what ended, exit and progress files of
+     * the live attempts, and the state and health of every swarm's jobs. No live work, no command.
+     */
     async reconcile(request): Promise<ReconcileResult> {
+      observedSwarms.clear()
       const launched = request.live.filter((ref) => parseTarget(ref.task.data.attempts.at(-1)?.target))
-      if (!launched.length) return { transitions: [], workers: [] }
+      const swarms = (request.swarms ?? []).filter((swarm) => servingNames(swarm))
+      if (!launched.length && !swarms.length) return { transitions: [], workers: [] }
       const names = [
         ...new Set(
           launched
@@ -229,7 +291,13 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
         const sub = parseSubmission(attempt.submission)
         return sub ? [{ key: attempt.attemptUid, path: progressPath(config, sub.name, sub.index) }] : []
       })
-      const out = await run(reconcileCommand(names, arrayIds, progressFiles))
+      const dir = outputDirOf(config)
+      const out = await run(
+        reconcileCommand(names, arrayIds, progressFiles, {
+          outputDir: dir,
+          ...(swarms.length ? { serving: probeCommand(dir, swarms) } : {}),
+        }),
+      )
       if (out.code !== 0)
         throw new BackendError(
           `squeue failed on ${config.loginHost}: ${out.stderr.trim() || `exit ${out.code}`}`,
@@ -237,87 +305,52 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
         )
       const parts = sections(out.stdout)
       const rows = parseSqueue(parts.main)
-      const records = [...parseScontrolJobs(parts.scontrol).values()]
-      const sacct = latestSacctRecords(parseSacctCompletion(parts.sacct))
-      const now = rt().clock.now()
-      const transitions: ReconcileResult["transitions"] = []
-      const progress: NonNullable<ReconcileResult["progress"]> = []
-      const waiting: NonNullable<ReconcileResult["waiting"]> = []
-      const documents = parseProgressSection(parts.progress)
-      for (const ref of launched) {
-        const attemptUid = ref.task.data.attempts.at(-1)!.attemptUid
-        const counters = progressOf(documents.get(attemptUid), attemptUid)
-        if (counters) progress.push({ ref, progress: counters })
-      }
-      for (const ref of launched) {
-        const attempt = ref.task.data.attempts.at(-1)!
-        const target = parseTarget(attempt.target)!
-        const row = rows.find(
-          (r) =>
-            (r.arrayJobId ?? r.jobId) === target.jobId &&
-            (r.arrayTaskId === target.index || r.arrayTaskIds?.includes(target.index)),
-        )
-        const record = records.find((r) => r.arrayJobId === target.jobId && r.arrayTaskId === target.index)
-        let slurm = row
-          ? mapSlurmState(
-              row.state,
-              row.reason,
-              record ? { exitCode: record.exitCode ?? 0, signal: record.signal ?? 0 } : undefined,
-            )
-          : undefined
-        if (row && record && slurm?.kind !== "pending" && slurm?.kind !== "running")
-          slurm = mapSlurmState(record.state, record.reason, {
-            exitCode: record.exitCode ?? 0,
-            signal: record.signal ?? 0,
-          })
-        if (!row) {
-          // Gone from the queue: the completion log knows a one-task submission for sure.
-          const sub = parseSubmission(attempt.submission)
-          const matches = [...sacct.values()].filter((r) => r.name === sub?.name)
-          if (
-            matches.length === 1 &&
-            launched.filter((r) => r.task.data.attempts.at(-1)?.submission?.startsWith(`${sub?.name}#`))
-              .length === 1
-          )
-            slurm = mapSlurmState(matches[0]!.state, "None", {
-              exitCode: matches[0]!.exitCode ?? 0,
-              signal: matches[0]!.signal ?? 0,
-            })
-          else if (now - Date.parse(attempt.createdAt) > LostAfterMs)
-            transitions.push({
-              ref,
-              outcome: {
-                kind: "worker_failed",
-                attemptUid: attempt.attemptUid,
-                reason: "lost",
-                message: `job ${attempt.target} left the queue before its end was seen`,
-              },
-            })
-          if (!slurm) continue
-        }
-        if (!slurm) continue
-        if (slurm.kind === "pending") waiting.push({ ref, reason: `Slurm: ${slurm.message}` })
-        const outcome = toOutcome(slurm, attempt.attemptUid)
-        if (outcome && !(outcome.kind === "running" && ref.task.data.state === "RUNNING"))
-          transitions.push({ ref, outcome })
-      }
-      return { transitions, workers: [], progress, waiting }
+      const probes = parseProbes(parts.serving)
+      for (const swarm of swarms)
+        observedSwarms.set(servingNames(swarm)!.replicas, servingStatusFrom(swarm, rows, probes))
+      const observed = observeTasks(
+        launched,
+        {
+          rows,
+          records: [...parseScontrolJobs(parts.scontrol).values()],
+          sacct: latestSacctRecords(parseSacctCompletion(parts.sacct)),
+          progress: parseProgressSection(parts.progress),
+          exits: parseExitSection(parts.exit),
+        },
+        rt().clock.now(),
+      )
+      return { ...observed, workers: [] }
     },
 
     async autoscale() {
       return { groups: [] }
     },
 
+    /**
+     * The cluster as the login node shows it. Unhealthy, with the reason, when a partition the config
+     * names does not exist there (every submit to it would be refused).
+     */
     async status() {
       const out = await run(statusCommand())
       if (out.code !== 0)
         throw new BackendError(`sinfo failed on ${config.loginHost}: ${out.stderr.trim()}`, true)
       const parts = sections(out.stdout)
+      const partitions = parseSinfo(parts.main)
+      const known = new Set(partitions.map((p) => p.name))
+      const missing = [config.partition, ...(config.gpuPartition ? [config.gpuPartition] : [])].filter(
+        (name) => !known.has(name),
+      )
+      const message = missing.length
+        ? `partition ${missing.map((m) => `"${m}"`).join(", ")} does not exist on ${config.loginHost} (it has ${[...known].join(", ") || "none"}); fix the backend's partition`
+        : undefined
+      if (message) contact = { healthy: false, message }
       return {
-        healthy: true,
+        healthy: !message,
+        ...(message ? { message } : {}),
         detail: {
           version: version ? `${version.major}.${version.minor}.${version.patch}` : undefined,
-          partitions: parseSinfo(parts.main),
+          partitions,
+          nodes: parseSinfoNodes(parts.nodes),
           queue: parseQueueDepth(parts.queue),
         },
       }
@@ -327,13 +360,20 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
       return { groups: [] }
     },
 
+    /** Capacity of the cluster's nodes, each counted once (a node is often in several partitions). */
     async resourceCapacity() {
       const status = await this.status()
-      const partitions = (status.detail.partitions ?? []) as ReturnType<typeof parseSinfo>
-      const cpu = partitions.reduce((n, p) => n + p.cpus.total, 0)
-      const free = partitions.reduce((n, p) => n + p.cpus.idle, 0)
-      const gpu = partitions.reduce((n, p) => n + p.gpus, 0)
-      return { total: { cpu, memoryMiB: 0, gpu }, free: { cpu: free, memoryMiB: 0, gpu } }
+      const nodes = (status.detail.nodes ?? []) as ReturnType<typeof parseSinfoNodes>
+      const up = nodes.filter((n) => !/^(down|drain|drng|fail|maint|inval)/.test(n.state))
+      const sum = (f: (n: (typeof nodes)[number]) => number, of = nodes) => of.reduce((t, n) => t + f(n), 0)
+      return {
+        total: { cpu: sum((n) => n.cpus.total), memoryMiB: sum((n) => n.memoryMiB), gpu: sum((n) => n.gpus) },
+        free: {
+          cpu: sum((n) => n.cpus.idle, up),
+          memoryMiB: 0,
+          gpu: sum((n) => (n.cpus.allocated === 0 ? n.gpus : 0), up),
+        },
+      }
     },
 
     runtimeImage: () => undefined,
@@ -388,12 +428,21 @@ export function SlurmBackend(backend: Backend & { config: SlurmConfig }): TaskBa
     },
 
     async close() {
-      session?.close()
-      session = undefined
+      lease?.release()
+      lease = undefined
     },
 
     createOrUpdate: (swarm) => serving.createOrUpdate(swarm),
-    servingStatus: (swarm) => serving.status(swarm),
+    // The reconcile command read every active swarm already this pass; a new deployment reads its own.
+    servingStatus: async (swarm: Swarm) => {
+      const names = servingNames(swarm)
+      const seen = names ? observedSwarms.get(names.replicas) : undefined
+      if (seen) {
+        observedSwarms.delete(names!.replicas)
+        return seen
+      }
+      return serving.status(swarm)
+    },
     delete: (swarm) => serving.delete(swarm),
   }
 }

@@ -60,6 +60,39 @@ export function parseSinfo(text: string): SinfoPartition[] {
   return [...partitions.values()]
 }
 
+/** `sinfo -h -N -o '<SINFO_NODE_FORMAT>'`: node | CPUs A/I/O/T | memory MB | GRES | state (one line per node and partition). */
+export const SINFO_NODE_FORMAT = "%N|%C|%m|%G|%t"
+
+export interface SinfoNode {
+  name: string
+  cpus: { allocated: number; idle: number; other: number; total: number }
+  memoryMiB: number
+  gpus: number
+  state: string
+}
+
+/**
+ * Nodes, each once: sinfo prints a node once per partition it is in, so capacity summed over
+ * partitions would count a node in two partitions twice.
+ */
+export function parseSinfoNodes(text: string): SinfoNode[] {
+  const nodes = new Map<string, SinfoNode>()
+  for (const line of lines(text)) {
+    const [name = "", cpus = "", memory = "", gres = "", state = ""] = line.split("|")
+    const cpu = /^(\d+)\/(\d+)\/(\d+)\/(\d+)$/.exec(cpus)
+    if (!name || !cpu) throw parseError("sinfo node line", line)
+    if (nodes.has(name)) continue
+    nodes.set(name, {
+      name,
+      cpus: { allocated: Number(cpu[1]), idle: Number(cpu[2]), other: Number(cpu[3]), total: Number(cpu[4]) },
+      memoryMiB: /^\d+$/.test(memory) ? Number(memory) : 0,
+      gpus: isNoValue(gres) ? 0 : gpuCount(gres),
+      state: state.replace(/[*~#!%$@^-]+$/, ""),
+    })
+  }
+  return [...nodes.values()]
+}
+
 /** Queue depth: `squeue -h -o '%T' | sort | uniq -c`, or with `-o '%P|%T|%r'` per partition and reason. */
 export interface QueueDepthEntry {
   count: number

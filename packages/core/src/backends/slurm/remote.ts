@@ -6,14 +6,27 @@
  */
 import type { Attempt } from "../../model/job"
 import { fileSafe, progressCounters } from "../../model/progress"
-import { SACCT_COMPLETION_FIELDS, SINFO_FORMAT, SQUEUE_FORMAT } from "./parse"
+import { SACCT_COMPLETION_FIELDS, SINFO_FORMAT, SINFO_NODE_FORMAT, SQUEUE_FORMAT } from "./parse"
 import { sh } from "./script"
 
 export const Section = {
   scontrol: "@@swarmplane:scontrol@@",
   sacct: "@@swarmplane:sacct@@",
+  exit: "@@swarmplane:exit@@",
   queue: "@@swarmplane:queue@@",
   progress: "@@swarmplane:progress@@",
+  nodes: "@@swarmplane:nodes@@",
+  serving: "@@swarmplane:serving@@",
+}
+
+/**
+ * The completion history of some job names, from slurmdbd (`sacct -X`) when the cluster keeps
+ * accounting, else from the jobcomp log (`sacct -c`). A week back: sacct's default starts at midnight.
+ */
+export function historyCommand(names: string): string {
+  const args = `--parsable2 -o ${SACCT_COMPLETION_FIELDS} -S now-7days --name="${names}"`
+  // `sacct -c` ignores --name (it prints the whole log): keep the header and the names asked for.
+  return `{ sacct -X ${args} 2>/dev/null || sacct -c ${args} 2>/dev/null; } | awk -F'|' -v names=",${names}," 'NR == 1 || index(names, "," $2 ",")'`
 }
 
 /** States in which a job still runs or waits: everything else is finished and has an exit code to fetch. */
@@ -29,8 +42,10 @@ export function reconcileCommand(
   names: string[],
   arrayIds: string[] = [],
   progressFiles: { key: string; path: string }[] = [],
+  extra: { outputDir?: string; serving?: string } = {},
 ): string {
   const wanted = names.map(sh).join(" ")
+  const dir = sh(extra.outputDir ?? ".")
   const ours = arrayIds.filter((id) => /^\d+$/.test(id)).join(" ")
   return [
     `q=$(squeue -h -t all -u "$(id -un)" -o ${sh(SQUEUE_FORMAT)}) || exit $?`,
@@ -41,21 +56,37 @@ export function reconcileCommand(
     `for j in $(printf '%s\\n' "$q" | awk -F'|' -v ours=${sh(` ${ours} `)} 'index(ours, " " ($2 != "" ? $2 : $1) " ") && $5 !~ /^(${Unfinished})$/ {print ($2 != "" ? $2 : $1)}' | sort -u); do scontrol show job -o "$j" 2>/dev/null; done`,
     `echo ${Section.sacct}`,
     `gone=""; for n in ${wanted || '""'}; do [ -n "$n" ] || continue; printf '%s\\n' "$q" | grep -q "|$n|" || gone="$gone,$n"; done`,
-    `if [ -n "$gone" ]; then sacct -c --parsable2 -o ${SACCT_COMPLETION_FIELDS} --name="\${gone#,}" 2>/dev/null; fi`,
+    `if [ -n "$gone" ]; then names="\${gone#,}"; ${historyCommand("$names")}; fi`,
+    // What the tasks of submissions gone from the queue wrote when their command ended by itself.
+    `echo ${Section.exit}`,
+    `for n in $(printf '%s' "$gone" | tr ',' ' '); do for f in ${dir}/"$n"_*.exit; do [ -f "$f" ] && printf '%s|%s\\n' "$(basename "$f" .exit)" "$(head -c 16 "$f")"; done; done`,
     // Progress files of batch shards (after squeue, so a finished task's last counters are read too).
     ...(progressFiles.length ? [`echo ${Section.progress}`] : []),
     ...progressFiles.map(
       (f) =>
         `if [ -f ${sh(f.path)} ]; then printf '%s\\t' ${sh(f.key)}; head -c 4096 ${sh(f.path)} | tr -d '\\n'; echo; fi`,
     ),
+    ...(extra.serving ? [`echo ${Section.serving}`, extra.serving] : []),
     "true",
   ].join("\n")
+}
+
+/** The exit section: `<name>_<index>|<code>` lines → the exit code of each. */
+export function parseExitSection(text: string): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const line of text.split("\n")) {
+    const m = /^(.+_\d+)\|(\d+)\s*$/.exec(line)
+    if (m) out.set(m[1]!, Number(m[2]))
+  }
+  return out
 }
 
 /** Submit the script on stdin, unless a job of that name exists already (a retried submit adopts it). */
 export function submitOrAdoptCommand(name: string, outputDir: string): string {
   return [
     `existing=$(squeue -h -t all -u "$(id -un)" --name=${sh(name)} -o %F | head -n 1)`,
+    // Gone from the queue already (it ran to the end while nobody watched): its history knows the id.
+    `[ -n "$existing" ] || existing=$(${historyCommand(sh(name))} | awk -F'|' 'NR > 1 && $1 ~ /^[0-9]/ {sub(/_.*/, "", $1); print $1}' | sort -n | head -n 1)`,
     `if [ -n "$existing" ]; then cat >/dev/null; echo "adopted $existing"; exit 0; fi`,
     `mkdir -p ${sh(outputDir)} && sbatch --parsable`,
   ].join("\n")
@@ -71,10 +102,12 @@ export function cancelCommand(ids: string[]): string {
   ].join("\n")
 }
 
-/** Partitions and queue depth for `status()`: one exec. */
+/** Partitions, nodes (each once, for capacity) and queue depth for `status()`: one exec. */
 export function statusCommand(): string {
   return [
     `sinfo -h -o ${sh(SINFO_FORMAT)}`,
+    `echo ${Section.nodes}`,
+    `sinfo -h -N -o ${sh(SINFO_NODE_FORMAT)} | sort -u`,
     `echo ${Section.queue}`,
     `squeue -h -o '%P|%T|%r' | sort | uniq -c`,
   ].join("\n")
@@ -82,7 +115,7 @@ export function statusCommand(): string {
 
 /** Split a command's output at the section markers. */
 export function sections(stdout: string): Record<"main" | keyof typeof Section, string> {
-  const out = { main: "", scontrol: "", sacct: "", queue: "", progress: "" }
+  const out = { main: "", scontrol: "", sacct: "", exit: "", queue: "", progress: "", nodes: "", serving: "" }
   let current: keyof typeof out = "main"
   for (const line of stdout.split("\n")) {
     const marker = Object.entries(Section).find(([, m]) => line === m)

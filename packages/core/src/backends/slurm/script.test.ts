@@ -45,7 +45,7 @@ describe("sbatch scripts", () => {
     expect(script).toContain("export NSHARDS=4")
     expect(script).toContain(`export MODEL='it'\\''s '\\''quoted'\\'''`)
     expect(script).toContain("module load cuda/12.4")
-    expect(script).toContain("exec python infer.py --in 'a b'")
+    expect(script).toContain("\npython infer.py --in 'a b'\ncode=$?")
     expect(script).not.toContain("--gres")
   })
 
@@ -77,16 +77,16 @@ describe("sbatch scripts", () => {
   test("a leading swarmplane-agent runs as the cluster's agentCommand (a batch job's runner)", () => {
     const command = ["swarmplane-agent", "run-batch", "--input", "in.jsonl"]
     expect(sbatchScript(config, { ...base, command })).toContain(
-      "exec swarmplane-agent run-batch --input in.jsonl",
+      "\nswarmplane-agent run-batch --input in.jsonl",
     )
     const built = BackendConfig.parse({
       ...config,
       agentCommand: ["node", "/shared/swarmplane agent.mjs"],
     }) as BackendConfigOf<"slurm">
     expect(sbatchScript(built, { ...base, command })).toContain(
-      "exec node '/shared/swarmplane agent.mjs' run-batch --input in.jsonl",
+      "\nnode '/shared/swarmplane agent.mjs' run-batch --input in.jsonl",
     )
-    expect(sbatchScript(built, base)).toContain("exec python infer.py --in 'a b'")
+    expect(sbatchScript(built, base)).toContain("\npython infer.py --in 'a b'\ncode=$?")
   })
 
   test("images run through the configured launcher", () => {
@@ -95,7 +95,7 @@ describe("sbatch scripts", () => {
       container: { launcher: "apptainer", extraArgs: ["--nv"] },
     }) as BackendConfigOf<"slurm">
     expect(sbatchScript(apptainer, { ...base, image: "vllm/vllm-openai:v0.6" })).toContain(
-      "exec apptainer exec --nv docker://vllm/vllm-openai:v0.6 python infer.py --in 'a b'",
+      "\napptainer exec --nv docker://vllm/vllm-openai:v0.6 python infer.py --in 'a b'",
     )
   })
 

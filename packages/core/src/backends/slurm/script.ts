@@ -7,6 +7,19 @@
  */
 import type { BackendConfigOf } from "../../model/backend"
 import type { Resources } from "../../model/common"
+import {
+  noNul,
+  oneLine,
+  ReservedSbatchOptions,
+  SbatchOptionPattern,
+  SlurmGrammarText,
+  SlurmNamePattern,
+  SlurmPartitionsPattern,
+  SlurmPathPattern,
+  SlurmTimePattern,
+  sbatchOptionName,
+} from "../../model/slurm-grammar"
+import { BackendError } from "../../util/errors"
 
 type SlurmConfig = BackendConfigOf<"slurm">
 
@@ -30,6 +43,90 @@ export interface Submission {
   /** Extra `--constraint` features and a partition chosen by the job's constraints. */
   features: string[]
   partition?: string
+}
+
+/**
+ * A value that would not be what it claims in a script (a partition with a newline, an env name with a
+ * space): refused where the script is written, whatever its source, so nothing of it runs. Not
+ * retryable: the same value is refused again.
+ */
+export class UnsafeValueError extends BackendError {
+  constructor(
+    readonly field: string,
+    value: string,
+    what: string,
+  ) {
+    super(
+      `refused to submit to Slurm: ${field} ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value)} is not ${what}`,
+      false,
+    )
+    this.name = "UnsafeValueError"
+  }
+}
+
+/** `value` when it matches Slurm's grammar for `field`, else an `UnsafeValueError`. */
+export function checked(field: string, value: string, pattern: RegExp, what: string): string {
+  if (!pattern.test(value)) throw new UnsafeValueError(field, value, what)
+  return value
+}
+
+const EnvName = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/** `export NAME=value` lines: names checked (they are not quoted), values quoted. */
+export function exportLines(env: Record<string, string>, field: string): string[] {
+  return Object.entries(env).map(
+    ([k, v]) =>
+      `export ${checked(`${field} name`, k, EnvName, "an environment variable name (letters, digits, '_')")}=${sh(text(`${field}.${k}`, v))}`,
+  )
+}
+
+/** Text that travels quoted: anything but NUL, which bash cannot hold. */
+function text(field: string, value: string): string {
+  if (!noNul(value)) throw new UnsafeValueError(field, value, SlurmGrammarText.noNul)
+  return value
+}
+
+/** The `#SBATCH` lines every script of a backend shares, each value checked against Slurm's grammar. */
+export function headerLines(
+  config: SlurmConfig,
+  o: { name: string; partition: string; timeLimit: string; partitionField: string; timeField: string },
+): string[] {
+  const dir = checked("outputDir", config.outputDir, SlurmPathPattern, SlurmGrammarText.path)
+  return [
+    "#!/bin/bash",
+    `#SBATCH --job-name=${checked("job name", o.name, /^sp-[A-Za-z0-9_.-]+$/, "a swarmplane job name")}`,
+    `#SBATCH --partition=${checked(o.partitionField, o.partition, SlurmPartitionsPattern, SlurmGrammarText.partitions)}`,
+    `#SBATCH --time=${checked(o.timeField, o.timeLimit, SlurmTimePattern, SlurmGrammarText.time)}`,
+    `#SBATCH --output=${outputDirOf({ outputDir: dir })}/%x_%a.out`,
+    // A run Slurm starts again (a requeue) appends to the log instead of overwriting the first run's.
+    "#SBATCH --open-mode=append",
+    ...(config.account
+      ? [`#SBATCH --account=${checked("account", config.account, SlurmNamePattern, SlurmGrammarText.name)}`]
+      : []),
+    ...(config.qos
+      ? [`#SBATCH --qos=${checked("qos", config.qos, SlurmNamePattern, SlurmGrammarText.name)}`]
+      : []),
+  ]
+}
+
+/** The backend's `extraSbatch` lines, each one sbatch option on one line and none swarmplane sets itself. */
+export function extraLines(config: SlurmConfig): string[] {
+  return config.extraSbatch.map((line, i) => {
+    const field = `extraSbatch[${i}]`
+    checked(field, line, SbatchOptionPattern, SlurmGrammarText.sbatchOption)
+    if (ReservedSbatchOptions.includes(sbatchOptionName(line) ?? ""))
+      throw new UnsafeValueError(field, line, "an option swarmplane leaves to the user")
+    return line.startsWith("#SBATCH") ? line : `#SBATCH ${line}`
+  })
+}
+
+/** The backend's `setup` lines: shell by design, but each exactly one line. */
+export function setupLines(config: SlurmConfig): string[] {
+  return config.setup.map((line, i) => {
+    if (!oneLine(line, { tab: true }))
+      throw new UnsafeValueError(`setup[${i}]`, line, SlurmGrammarText.shellLine)
+    return line
+  })
 }
 
 /** Quote one word for a POSIX shell. */
@@ -74,56 +171,94 @@ function ranges(indexes: number[]): string {
 
 /** A command with a leading `swarmplane-agent` replaced by how the cluster runs the agent. */
 export function agentArgv(config: SlurmConfig, command: string[]): string[] {
-  return command[0] === "swarmplane-agent" ? [...config.agentCommand, ...command.slice(1)] : command
+  if (command[0] !== "swarmplane-agent") return command
+  return [...config.agentCommand.map((w, i) => text(`agentCommand[${i}]`, w)), ...command.slice(1)]
 }
 
 function launcher(config: SlurmConfig, image: string | undefined, command: string[]): string[] {
   if (!image || config.container.launcher === "none") return command
+  const extraArgs = config.container.extraArgs.map((w, i) => text(`container.extraArgs[${i}]`, w))
   if (config.container.launcher === "apptainer")
     return [
       "apptainer",
       "exec",
-      ...config.container.extraArgs,
+      ...extraArgs,
       image.includes("://") ? image : `docker://${image}`,
       ...command,
     ]
-  return ["enroot", "start", ...config.container.extraArgs, image, ...command]
+  return ["enroot", "start", ...extraArgs, image, ...command]
 }
 
 export function sbatchScript(config: SlurmConfig, sub: Submission): string {
   const r = sub.resources
   const partition =
     sub.partition ?? (r.gpu > 0 ? (config.gpuPartition ?? config.partition) : config.partition)
+  const gpuType = r.gpuType
+    ? `${checked("resources.gpuType", r.gpuType, SlurmNamePattern, SlurmGrammarText.name)}:`
+    : ""
   const lines = [
-    "#!/bin/bash",
-    `#SBATCH --job-name=${sub.name}`,
-    `#SBATCH --partition=${partition}`,
+    ...headerLines(config, {
+      name: sub.name,
+      partition,
+      partitionField: sub.partition !== undefined ? "constraint partition" : "partition",
+      timeLimit: sub.timeLimitS !== undefined ? slurmTime(sub.timeLimitS) : config.timeLimit,
+      timeField: sub.timeLimitS !== undefined ? "timeLimitS" : "timeLimit",
+    }),
     `#SBATCH --array=${ranges(sub.entries.map((e) => e.index))}`,
     `#SBATCH --cpus-per-task=${Math.max(1, Math.ceil(r.cpu))}`,
-    `#SBATCH --mem=${r.memoryMiB}M`,
+    `#SBATCH --mem=${Math.ceil(r.memoryMiB)}M`,
+    // swarmplane retries a task as a new attempt (its own name and log): Slurm must not run it again.
+    "#SBATCH --no-requeue",
     ...(r.gpu > 0
-      ? [`#SBATCH --gres=${config.gresGpuName}:${r.gpuType ? `${r.gpuType}:` : ""}${r.gpu}`]
+      ? [
+          `#SBATCH --gres=${checked("gresGpuName", config.gresGpuName, SlurmNamePattern, SlurmGrammarText.name)}:${gpuType}${r.gpu}`,
+        ]
       : []),
-    `#SBATCH --time=${sub.timeLimitS !== undefined ? slurmTime(sub.timeLimitS) : config.timeLimit}`,
-    `#SBATCH --output=${outputDirOf(config)}/%x_%a.out`,
-    ...(config.account ? [`#SBATCH --account=${config.account}`] : []),
-    ...(config.qos ? [`#SBATCH --qos=${config.qos}`] : []),
-    ...(sub.features.length ? [`#SBATCH --constraint=${sub.features.join("&")}`] : []),
-    ...config.extraSbatch.map((line) => (line.startsWith("#SBATCH") ? line : `#SBATCH ${line}`)),
+    ...(sub.features.length
+      ? [
+          `#SBATCH --constraint=${sub.features.map((f) => checked("constraint feature", f, SlurmNamePattern, SlurmGrammarText.name)).join("&")}`,
+        ]
+      : []),
+    ...extraLines(config),
     "",
     'case "$SLURM_ARRAY_TASK_ID" in',
-    ...sub.entries.map((e) => `  ${e.index}) export SHARD_ID=${e.shard} ATTEMPT_UID=${sh(e.attemptUid)} ;;`),
+    ...sub.entries.map(
+      (e) =>
+        `  ${e.index}) export SHARD_ID=${e.shard} ATTEMPT_UID=${sh(text("attemptUid", e.attemptUid))} ;;`,
+    ),
     '  *) echo "swarmplane: unknown array index $SLURM_ARRAY_TASK_ID" >&2; exit 64 ;;',
     "esac",
     `export NSHARDS=${sub.nshards}`,
     // Absolute, as the work may change folder: the output folder is relative to the submit folder.
     `export SWARMPLANE_PROGRESS_FILE=${progressVariable(config)}`,
-    ...Object.entries(sub.env).map(([k, v]) => `export ${k}=${sh(v)}`),
-    ...config.setup,
-    `exec ${launcher(config, sub.image, agentArgv(config, sub.command)).map(sh).join(" ")}`,
+    ...exportLines(sub.env, "env"),
+    ...setupLines(config),
+    // Not exec: the shell stays to write the exit code where the reconcile command finds it even
+    // after Slurm has forgotten the job (MinJobAge) and without accounting. A run cut short by a
+    // signal (cancel, time limit, node failure) writes nothing: Slurm's own record tells that story.
+    launcher(
+      config,
+      sub.image === undefined ? undefined : text("image", sub.image),
+      agentArgv(
+        config,
+        sub.command.map((w, i) => text(`command[${i}]`, w)),
+      ),
+    )
+      .map(sh)
+      .join(" "),
+    "code=$?",
+    `printf '%s\\n' "$code" > ${exitVariable(config)}.tmp && mv ${exitVariable(config)}.tmp ${exitVariable(config)}`,
+    'exit "$code"',
     "",
   ]
   return lines.join("\n")
+}
+
+/** Where an array task writes its command's exit code: next to its output, absolute. */
+function exitVariable(config: Pick<SlurmConfig, "outputDir">): string {
+  const dir = outputDirOf(config)
+  const file = `${dir}/\${SLURM_JOB_NAME}_\${SLURM_ARRAY_TASK_ID}.exit`
+  return dir.startsWith("/") ? `"${file}"` : `"$SLURM_SUBMIT_DIR/${file}"`
 }
 
 function progressVariable(config: Pick<SlurmConfig, "outputDir">): string {

@@ -8,11 +8,22 @@
  */
 import { createHash } from "node:crypto"
 import type { BackendConfigOf } from "../../model/backend"
+import { SlurmGrammarText, SlurmNamePattern } from "../../model/slurm-grammar"
 import type { Swarm } from "../../model/swarm"
 import type { Runtime } from "../../runtime"
+import { BackendError } from "../../util/errors"
 import type { ServingStatus } from "../protocol"
-import { mapSlurmState, parseSqueue, SQUEUE_FORMAT } from "./parse"
-import { agentArgv, outputDirOf, sh } from "./script"
+import { mapSlurmState, parseSqueue, SQUEUE_FORMAT, type SqueueRow } from "./parse"
+import {
+  agentArgv,
+  checked,
+  exportLines,
+  extraLines,
+  headerLines,
+  outputDirOf,
+  setupLines,
+  sh,
+} from "./script"
 import type { ExecResult } from "./ssh"
 
 type SlurmConfig = BackendConfigOf<"slurm">
@@ -51,19 +62,21 @@ function replicaCommand(swarm: Swarm): string[] {
 const word = (w: string) => (w === "$PORT" ? '"$PORT"' : sh(w))
 
 function header(config: SlurmConfig, swarm: Swarm, name: string, extra: string[]): string[] {
+  const own = swarm.serving.slurm?.partition
   const partition =
-    swarm.serving.slurm?.partition ??
-    (swarm.gpusPerReplica > 0 ? (config.gpuPartition ?? config.partition) : config.partition)
+    own ?? (swarm.gpusPerReplica > 0 ? (config.gpuPartition ?? config.partition) : config.partition)
   return [
-    "#!/bin/bash",
-    `#SBATCH --job-name=${name}`,
-    `#SBATCH --partition=${partition}`,
-    `#SBATCH --output=${outputDirOf(config)}/%x_%a.out`,
-    `#SBATCH --time=${swarm.serving.slurm?.timeLimit ?? config.timeLimit}`,
-    ...(config.account ? [`#SBATCH --account=${config.account}`] : []),
-    ...(config.qos ? [`#SBATCH --qos=${config.qos}`] : []),
+    ...headerLines(config, {
+      name,
+      partition,
+      partitionField: own !== undefined ? "serving.slurm.partition" : "partition",
+      timeLimit: swarm.serving.slurm?.timeLimit ?? config.timeLimit,
+      timeField: swarm.serving.slurm?.timeLimit !== undefined ? "serving.slurm.timeLimit" : "timeLimit",
+    }),
+    // A replica or router whose node fails comes back (Slurm requeues it); the router follows its address.
+    "#SBATCH --requeue",
     ...extra,
-    ...config.extraSbatch.map((line) => (line.startsWith("#SBATCH") ? line : `#SBATCH ${line}`)),
+    ...extraLines(config),
   ]
 }
 
@@ -74,16 +87,23 @@ export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string): 
       `#SBATCH --array=0-${swarm.replicas - 1}`,
       `#SBATCH --cpus-per-task=${Math.max(1, Math.ceil(swarm.cpusPerReplica))}`,
       `#SBATCH --mem=${swarm.memoryMiBPerReplica}M`,
-      ...(swarm.gpusPerReplica > 0 ? [`#SBATCH --gres=${config.gresGpuName}:${swarm.gpusPerReplica}`] : []),
+      ...(swarm.gpusPerReplica > 0
+        ? [
+            `#SBATCH --gres=${checked("gresGpuName", config.gresGpuName, SlurmNamePattern, SlurmGrammarText.name)}:${swarm.gpusPerReplica}`,
+          ]
+        : []),
     ]),
     "",
+    `addr=${sh(dir)}/${name}_$SLURM_ARRAY_TASK_ID.addr`,
+    // A requeued run starts elsewhere: its old address is gone until the new one serves.
+    'rm -f "$addr"',
+    `echo "swarmplane: replica $SLURM_ARRAY_TASK_ID run $(($\{SLURM_RESTART_COUNT:-0} + 1)) on $(hostname)"`,
     `export PORT=${freePort} HOST=0.0.0.0 MODEL=${sh(swarm.model)}`,
-    ...Object.entries(swarm.env).map(([k, v]) => `export ${k}=${sh(v)}`),
-    ...config.setup,
+    ...exportLines(swarm.env, "env"),
+    ...setupLines(config),
     `${agentArgv(config, replicaCommand(swarm)).map(word).join(" ")} &`,
     "server=$!",
-    `addr=${sh(dir)}/${name}_$SLURM_ARRAY_TASK_ID.addr`,
-    `until curl -sf -o /dev/null "http://127.0.0.1:$PORT${swarm.healthPath}"; do kill -0 $server 2>/dev/null || exit 1; sleep 1; done`,
+    `until curl -sf -o /dev/null "http://127.0.0.1:$PORT"${sh(swarm.healthPath)}; do kill -0 $server 2>/dev/null || exit 1; sleep 1; done`,
     `echo "${myAddress}:$PORT" > "$addr.tmp" && mv "$addr.tmp" "$addr"`,
     "wait $server",
     "",
@@ -96,15 +116,18 @@ export function routerScript(config: SlurmConfig, swarm: Swarm, name: string, re
   return [
     ...header(config, swarm, name, ["#SBATCH --cpus-per-task=1", "#SBATCH --mem=256M"]),
     "",
+    `addr=${sh(dir)}/${name}_0.addr`,
+    'rm -f "$addr"',
     `export PORT=${swarm.serving.slurm?.routerPort ?? freePort}`,
-    ...config.setup,
+    ...setupLines(config),
     `files=(); for i in $(seq 0 ${swarm.replicas - 1}); do files+=(${sh(dir)}/${replicas}_$i.addr); done`,
     `all_ready() { for f in "\${files[@]}"; do [ -s "$f" ] || return 1; done; }`,
     "until all_ready; do sleep 1; done",
-    `upstreams=(); for f in "\${files[@]}"; do upstreams+=(--upstream "http://$(cat "$f")"); done`,
-    `${command.map(sh).join(" ")} --port "$PORT" "\${upstreams[@]}" &`,
+    // The router reads the address files again while it runs: a replica Slurm requeued elsewhere
+    // writes its new address there, and the router follows it (the swarm's URL stays the same).
+    `upstreams=(); for f in "\${files[@]}"; do upstreams+=(--upstream-file "$f"); done`,
+    `${command.map((w) => sh(w)).join(" ")} --port "$PORT" "\${upstreams[@]}" &`,
     "router=$!",
-    `addr=${sh(dir)}/${name}_0.addr`,
     `until curl -s -o /dev/null "http://127.0.0.1:$PORT/"; do kill -0 $router 2>/dev/null || exit 1; sleep 1; done`,
     `echo "${myAddress}:$PORT" > "$addr.tmp" && mv "$addr.tmp" "$addr"`,
     "wait $router",
@@ -119,21 +142,32 @@ const submit = (name: string, dir: string) =>
     `mkdir -p ${sh(dir)} && rm -f ${sh(dir)}/${name}_*.addr && sbatch --parsable`,
   ].join("\n")
 
+const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? ""
+
 export function SlurmServing(o: SlurmServingOptions) {
   const dir = outputDirOf(o.config)
 
   return {
+    /**
+     * Submit (or adopt) the replicas and the router of the current generation, then cancel other
+     * generations. Both scripts are written (and their values checked) before anything is submitted;
+     * a refusal is final (`BackendError`, not retryable) and leaves nothing running.
+     */
     async createOrUpdate(swarm: Swarm): Promise<NonNullable<Swarm["handle"]>> {
       const replicas = replicasName(o.project, swarm, swarm.generation)
       const router = routerName(o.project, swarm, swarm.generation)
-      const r = await o.run(submit(replicas, dir), replicaScript(o.config, swarm, replicas))
+      const replicaBody = replicaScript(o.config, swarm, replicas)
+      const routerBody = routerScript(o.config, swarm, router, replicas)
+      const r = await o.run(submit(replicas, dir), replicaBody)
       const replicaJob = /^(\d+)/.exec(r.stdout.trim())?.[1]
       if (r.code !== 0 || !replicaJob)
-        throw new Error(`sbatch refused the replicas: ${(r.stderr || r.stdout).trim()}`)
-      const q = await o.run(submit(router, dir), routerScript(o.config, swarm, router, replicas))
+        throw new BackendError(`sbatch refused the replicas: ${lastLine(r.stderr || r.stdout)}`, false)
+      const q = await o.run(submit(router, dir), routerBody)
       const routerJob = /^(\d+)/.exec(q.stdout.trim())?.[1]
-      if (q.code !== 0 || !routerJob)
-        throw new Error(`sbatch refused the router: ${(q.stderr || q.stdout).trim()}`)
+      if (q.code !== 0 || !routerJob) {
+        await o.run(`scancel ${sh(replicaJob)}`)
+        throw new BackendError(`sbatch refused the router: ${lastLine(q.stderr || q.stdout)}`, false)
+      }
       await this.stopOthers(swarm, [replicas, router])
       return {
         id: replicaJob,
@@ -154,94 +188,129 @@ export function SlurmServing(o: SlurmServingOptions) {
       )
     },
 
+    /** The deployment's state, from one command of its own (the reconcile pass batches this instead). */
     async status(swarm: Swarm): Promise<ServingStatus | { gone: true }> {
-      const meta = swarm.handle?.meta
-      if (!meta || typeof meta.replicas !== "string" || typeof meta.router !== "string") return { gone: true }
-      const replicas = meta.replicas
-      const router = meta.router
+      const names = servingNames(swarm)
+      if (!names) return { gone: true }
       const out = await o.run(
         [
-          `squeue -h -t all -u "$(id -un)" --name=${sh(replicas)},${sh(router)} -o ${sh(SQUEUE_FORMAT)}`,
+          `squeue -h -t all -u "$(id -un)" --name=${sh(names.replicas)},${sh(names.router)} -o ${sh(SQUEUE_FORMAT)}`,
           "echo @@addr",
-          `for f in ${sh(dir)}/${replicas}_*.addr ${sh(dir)}/${router}_0.addr; do [ -s "$f" ] || continue; a=$(cat "$f"); code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$a${swarm.healthPath}" || true); echo "$(basename "$f")|$a|$code"; done`,
+          probeCommand(dir, [swarm]),
         ].join("\n"),
       )
       const [queue = "", addrs = ""] = out.stdout.split("@@addr\n")
-      const rows = parseSqueue(queue)
-      const health = new Map(
-        addrs
-          .split("\n")
-          .filter(Boolean)
-          .map((line) => {
-            const [file = "", addr = "", code = ""] = line.split("|")
-            return [
-              file,
-              { addr, ok: code.startsWith("2") || (file.startsWith(router) && code !== "000") },
-            ] as const
-          }),
-      )
-      const replicaRows = rows.filter((r) => r.name === replicas)
-      const routerRow = rows.find((r) => r.name === router)
-      if (!replicaRows.length && !routerRow) return { gone: true }
-      const items = Array.from({ length: swarm.replicas }, (_, index) => {
-        const row = replicaRows.find((r) => r.arrayTaskId === index || r.arrayTaskIds?.includes(index))
-        const h = health.get(`${replicas}_${index}.addr`)
-        const state = h?.ok ? "READY" : (row?.state ?? "UNKNOWN")
-        return {
-          index,
-          state,
-          ...(h ? { url: `http://${h.addr}` } : {}),
-          ...(row && row.state === "PENDING" ? { message: row.reason } : {}),
-        }
-      })
-      const ready = items.filter((i) => i.state === "READY").length
-      const replicaStatus = { ready, total: swarm.replicas, items }
-      const ended = [...replicaRows, ...(routerRow ? [routerRow] : [])].map((r) =>
-        mapSlurmState(r.state, r.reason),
-      )
-      if (ended.length && ended.every((s) => s.kind === "killed"))
-        return { phase: "STOPPED", replicas: replicaStatus, generation: swarm.generation }
-      const failed = ended.find(
-        (s) =>
-          s.kind === "failed" ||
-          s.kind === "worker_failed" ||
-          s.kind === "preempted" ||
-          s.kind === "killed" ||
-          s.kind === "succeeded",
-      )
-      if (failed)
-        return {
-          phase: "FAILED",
-          detail: `a serving job ended: ${failed.state}`,
-          replicas: replicaStatus,
-          generation: swarm.generation,
-        }
-      const routerHealth = health.get(`${router}_0.addr`)
-      if (ready === swarm.replicas && routerHealth?.ok)
-        return {
-          phase: "RUNNING",
-          url: `http://${routerHealth.addr}`,
-          replicas: replicaStatus,
-          generation: swarm.generation,
-        }
-      if (replicaRows.some((r) => r.state !== "PENDING"))
-        return {
-          phase: "INITIALIZING",
-          detail: `${ready}/${swarm.replicas} replicas ready`,
-          replicas: replicaStatus,
-          generation: swarm.generation,
-        }
-      return {
-        phase: "PENDING",
-        detail: replicaRows[0]?.reason,
-        replicas: replicaStatus,
-        generation: swarm.generation,
-      }
+      return servingStatusFrom(swarm, parseSqueue(queue), parseProbes(addrs))
     },
 
     /** Cancel every job of the swarm and wait until none is queued or running. */
     async delete(swarm: Swarm): Promise<void> {
       await this.stopOthers(swarm, [])
     },
+  }
+}
+
+/** The job names of a swarm's current deployment, from its handle. */
+export function servingNames(swarm: Swarm): { replicas: string; router: string } | undefined {
+  const meta = swarm.handle?.meta
+  if (!meta || typeof meta.replicas !== "string" || typeof meta.router !== "string") return undefined
+  return { replicas: meta.replicas, router: meta.router }
+}
+
+/**
+ * Health probes of the swarms' address files, run on the login node (compute nodes are usually
+ * reachable only from inside the cluster): one `<file>|<address>|<http code>` line per file.
+ */
+export function probeCommand(dir: string, swarms: Swarm[]): string {
+  const lines = swarms.flatMap((swarm) => {
+    const names = servingNames(swarm)
+    if (!names) return []
+    return [
+      `for f in ${sh(dir)}/${names.replicas}_*.addr ${sh(dir)}/${names.router}_0.addr; do [ -s "$f" ] || continue; a=$(head -c 256 "$f" | tr -d '\\n'); code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$a"${sh(swarm.healthPath)} || true); echo "$(basename "$f")|$a|$code"; done`,
+    ]
+  })
+  return lines.length ? lines.join("\n") : "true"
+}
+
+export type Probes = Map<string, { addr: string; code: string }>
+
+export function parseProbes(text: string): Probes {
+  const out: Probes = new Map()
+  for (const line of text.split("\n")) {
+    const [file = "", addr = "", code = ""] = line.split("|")
+    if (file.endsWith(".addr") && addr) out.set(file, { addr, code })
+  }
+  return out
+}
+
+/** States in which a job still holds or waits for a place on the cluster. */
+const isUnfinished = (state: string) => {
+  const kind = mapSlurmState(state).kind
+  return kind === "pending" || kind === "running"
+}
+
+/**
+ * A swarm's phase from its jobs' rows and the probes of its address files. `idle`: none of its jobs is
+ * queued or running any more (a teardown is complete). A swarm that served stays RUNNING while its
+ * router and at least one replica answer (a replica Slurm requeued elsewhere comes back behind the
+ * same router); it is INITIALIZING until every replica first answers.
+ */
+export function servingStatusFrom(
+  swarm: Swarm,
+  rows: SqueueRow[],
+  probes: Probes,
+): ServingStatus | { gone: true } {
+  const names = servingNames(swarm)
+  if (!names) return { gone: true }
+  const replicaRows = rows.filter((r) => r.name === names.replicas)
+  const routerRow = rows.find((r) => r.name === names.router)
+  if (!replicaRows.length && !routerRow) return { gone: true }
+  const routerProbe = probes.get(`${names.router}_0.addr`)
+  const routerOk = !!routerProbe && routerProbe.code !== "000" && routerProbe.code !== ""
+  const items = Array.from({ length: swarm.replicas }, (_, index) => {
+    const row = replicaRows.find((r) => r.arrayTaskId === index || r.arrayTaskIds?.includes(index))
+    const probe = probes.get(`${names.replicas}_${index}.addr`)
+    const ok = !!probe && probe.code.startsWith("2") && !!row && isUnfinished(row.state)
+    const state = ok ? "READY" : (row?.state ?? "UNKNOWN")
+    return {
+      index,
+      state,
+      ...(probe ? { url: `http://${probe.addr}` } : {}),
+      ...(row && mapSlurmState(row.state, row.reason).kind === "pending"
+        ? { message: (mapSlurmState(row.state, row.reason) as { message: string }).message }
+        : {}),
+    }
+  })
+  const ready = items.filter((i) => i.state === "READY").length
+  const replicas = { ready, total: swarm.replicas, items }
+  const all = [...replicaRows, ...(routerRow ? [routerRow] : [])]
+  const idle = all.every((r) => !isUnfinished(r.state))
+  const ended = all.map((r) => mapSlurmState(r.state, r.reason))
+  const base = { replicas, generation: swarm.generation, ...(idle ? { idle } : {}) }
+  if (ended.every((s) => s.kind === "killed"))
+    return swarm.desired === "deleted"
+      ? { phase: "STOPPED", ...base }
+      : {
+          phase: "FAILED",
+          detail: "its Slurm jobs were cancelled on the cluster, not through swarmplane",
+          ...base,
+        }
+  const failed = ended.find((s) => !["pending", "running", "unknown"].includes(s.kind))
+  if (failed) return { phase: "FAILED", detail: `a serving job ended: ${failed.state}`, ...base }
+  const served = swarm.phase === "RUNNING" && swarm.observedGeneration === swarm.generation
+  if (routerOk && (ready === swarm.replicas || (served && ready > 0)))
+    return {
+      phase: "RUNNING",
+      url: `http://${routerProbe!.addr}`,
+      ...(ready < swarm.replicas ? { detail: `${ready}/${swarm.replicas} replicas ready` } : {}),
+      ...base,
+    }
+  if (replicaRows.some((r) => mapSlurmState(r.state, r.reason).kind === "running"))
+    return { phase: "INITIALIZING", detail: `${ready}/${swarm.replicas} replicas ready`, ...base }
+  const waiting = replicaRows.map((r) => mapSlurmState(r.state, r.reason)).find((s) => s.kind === "pending")
+  return {
+    phase: "PENDING",
+    ...(waiting && "message" in waiting ? { detail: `Slurm: ${waiting.message}` } : {}),
+    ...base,
   }
 }

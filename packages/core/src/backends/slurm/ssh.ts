@@ -1,10 +1,18 @@
 /**
- * SSH to a cluster's login node through ssh2: one connection for a backend's invocation, exec
- * channels on it (the script goes on stdin, so nothing is copied to the login node), Nagle off
- * (commands answer in milliseconds instead of ~45 ms), timeouts, one reconnect, and a pinned host
- * key: a changed key is refused, never trusted on first use. ssh2 is loaded only here, lazily.
+ * SSH to a cluster's login node through ssh2. One connection per login (host, port, user, pinned host
+ * key, private key) is shared by every backend instance of the process and kept while the process
+ * lives (keep-alives; closed after it has been idle a while; reconnected when it drops), so a reconcile
+ * pass costs one exec, not a handshake. Exec channels on it carry the scripts on stdin, so nothing is
+ * copied to the login node; Nagle is off (commands answer in milliseconds instead of ~45 ms).
+ *
+ * No fault of the login node may crash the process or hang a caller: every ssh2 event is handled,
+ * connect (TCP + handshake), channel open and command each have a deadline, and each failure becomes
+ * a `BackendError` that says what happened (refused, no SSH handshake, changed host key, timed out).
+ * An idle connection does not keep the process alive (its socket is unref'd between commands).
+ * ssh2 is loaded only here, lazily.
  */
 import { createHash } from "node:crypto"
+import { type Socket, connect as tcpConnect } from "node:net"
 import { BackendError, VisibleError } from "../../util/errors"
 
 export interface SshTarget {
@@ -42,119 +50,362 @@ export function hostKeyMatches(pinned: string, presented: Buffer): boolean {
 
 type Ssh2Client = import("ssh2").Client
 
+/** Channels open at once on one connection (OpenSSH's MaxSessions defaults to 10). */
+const MaxChannels = 8
+/** After a failed connect, calls fail at once with the same error for this long. */
+export const FailFastMs = 10_000
+/** A shared connection unused this long is closed. */
+export const IdleCloseMs = 120_000
+
 export class SshSession {
   /** Commands run by every session of this process (what the benchmark counts). */
   static totalCommands = 0
-  /** Commands run on this session (a reconcile pass should run exactly one). */
+  /** SSH handshakes made by every session of this process. */
+  static totalConnects = 0
+  /** Commands run on this session. */
   commands = 0
   private client: Ssh2Client | undefined
-  private presented: string | undefined
+  private socket: Socket | undefined
+  private connecting: Promise<Ssh2Client> | undefined
+  private active = 0
+  private failed: { at: number; error: unknown } | undefined
+  private readonly queue: (() => void)[] = []
 
   constructor(private readonly target: SshTarget) {}
 
+  private where(): string {
+    return `${this.target.user}@${this.target.host}:${this.target.port}`
+  }
+
+  /** TCP connect, then the SSH handshake, within `connectTimeoutS` in all. */
   private async connect(): Promise<Ssh2Client> {
     // ssh2 is CommonJS: its named exports come through `default` under some loaders.
     const loaded = await import("ssh2")
     const ssh2 = (loaded as unknown as { default?: typeof loaded }).default ?? loaded
-    const client = new ssh2.Client()
     const t = this.target
-    const { utils } = ssh2
-    const parsed = utils.parseKey(t.privateKey)
+    const parsed = ssh2.utils.parseKey(t.privateKey)
     if (parsed instanceof Error)
       throw new VisibleError(
         "backend.ssh_key_invalid",
         `the SSH key for ${t.user}@${t.host} is not a private key ssh2 can read (${parsed.message}); check the backend's sshKeySecret`,
       )
+    const deadline = Date.now() + t.connectTimeoutS * 1000
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const sock = tcpConnect({ host: t.host, port: t.port })
+      const timer = setTimeout(() => {
+        sock.destroy()
+        reject(
+          new BackendError(`ssh to ${this.where()}: no TCP connection within ${t.connectTimeoutS}s`, true),
+        )
+      }, t.connectTimeoutS * 1000)
+      sock.once("connect", () => {
+        clearTimeout(timer)
+        sock.removeAllListeners("error")
+        resolve(sock)
+      })
+      sock.once("error", (error: NodeJS.ErrnoException) => {
+        clearTimeout(timer)
+        sock.destroy()
+        const why =
+          error.code === "ECONNREFUSED"
+            ? "connection refused (is sshd running on that port?)"
+            : error.code === "ENOTFOUND" || error.code === "EAI_AGAIN"
+              ? `unknown host ${t.host}`
+              : error.message
+        reject(new BackendError(`ssh to ${this.where()}: ${why}`, true, { cause: error }))
+      })
+    })
+    socket.setNoDelay(true)
+    socket.setKeepAlive(true, 10_000)
+    // Errors after the connect are the client's to report; this one only keeps the socket from throwing.
+    socket.on("error", () => undefined)
+    SshSession.totalConnects++
+    const client = new ssh2.Client()
+    let presented: string | undefined
+    let ready = false
+    // Every error the client emits, at any time, lands here: never an unhandled 'error' event.
+    let failConnect: (error: Error) => void = () => undefined
+    client.on("error", (error: Error) => {
+      if (!ready) failConnect(error)
+      this.drop(client)
+    })
+    client.on("close", () => this.drop(client))
+    client.on("end", () => this.drop(client))
     await new Promise<void>((resolve, reject) => {
-      client
-        .once("ready", () => {
-          client.setNoDelay(true)
-          resolve()
-        })
-        .once("error", (error: Error) => {
-          if (this.presented)
-            reject(
-              new VisibleError(
-                "backend.host_key_changed",
-                `the host key of ${t.host}:${t.port} is ${this.presented}, not the pinned one; if the change is expected, update the backend's hostKey`,
-                409,
-              ),
-            )
-          else
-            reject(
-              new BackendError(`ssh to ${t.user}@${t.host}:${t.port} failed: ${error.message}`, true, {
-                cause: error,
-              }),
-            )
-        })
-        .connect({
-          host: t.host,
-          port: t.port,
-          username: t.user,
-          privateKey: t.privateKey,
-          readyTimeout: t.connectTimeoutS * 1000,
-          keepaliveInterval: 10_000,
-          hostVerifier: (key: Buffer) => {
-            if (hostKeyMatches(t.hostKey, key)) return true
-            this.presented = fingerprint(key)
-            return false
-          },
-        })
+      const timer = setTimeout(
+        () => {
+          failConnect(new Error(`no SSH handshake within ${t.connectTimeoutS}s`))
+          client.destroy()
+        },
+        Math.max(1, deadline - Date.now()),
+      )
+      failConnect = (error: Error) => {
+        clearTimeout(timer)
+        failConnect = () => undefined
+        if (presented)
+          reject(
+            new VisibleError(
+              "backend.host_key_changed",
+              `the host key of ${t.host}:${t.port} is ${presented}, not the pinned one; if the change is expected, update the backend's hostKey`,
+              409,
+            ),
+          )
+        else
+          reject(
+            new BackendError(
+              /handshake|Connection lost/i.test(error.message)
+                ? `ssh to ${this.where()}: the port accepts connections but did not complete an SSH handshake within ${t.connectTimeoutS}s`
+                : /authentication/i.test(error.message)
+                  ? `ssh to ${this.where()}: the login node refused the key (${error.message}); check the backend's user and sshKeySecret`
+                  : `ssh to ${this.where()} failed: ${error.message}`,
+              !/authentication/i.test(error.message),
+              { cause: error },
+            ),
+          )
+      }
+      client.once("ready", () => {
+        clearTimeout(timer)
+        ready = true
+        failConnect = () => undefined
+        resolve()
+      })
+      client.connect({
+        sock: socket,
+        username: t.user,
+        privateKey: t.privateKey,
+        // Our own timer bounds the handshake; ssh2's would emit a second error after ours.
+        readyTimeout: 0,
+        keepaliveInterval: 10_000,
+        keepaliveCountMax: 3,
+        hostVerifier: (key: Buffer) => {
+          if (hostKeyMatches(t.hostKey, key)) return true
+          presented = fingerprint(key)
+          return false
+        },
+      })
     })
-    client.once("close", () => {
-      if (this.client === client) this.client = undefined
-    })
+    this.socket = socket
     return client
   }
 
-  /** Run one command (with `stdin` if given); reconnects once if the connection was lost. */
+  /** Forget a client that failed or closed; the next command reconnects. */
+  private drop(client: Ssh2Client): void {
+    if (this.client === client) {
+      this.client = undefined
+      this.socket = undefined
+    }
+    try {
+      client.destroy()
+    } catch {}
+  }
+
+  private async ensure(): Promise<Ssh2Client> {
+    if (this.client) return this.client
+    // A login node that just failed to connect fails the same way for a while: answer at once rather
+    // than wait out another connect timeout (a hung port would cost every call of a pass 15 s).
+    if (this.failed && Date.now() - this.failed.at < FailFastMs) throw this.failed.error
+    this.connecting ??= this.connect()
+      .then(
+        (client) => {
+          this.failed = undefined
+          return client
+        },
+        (error: unknown) => {
+          this.failed = { at: Date.now(), error }
+          throw error
+        },
+      )
+      .finally(() => (this.connecting = undefined))
+    const client = await this.connecting
+    this.client ??= client
+    return this.client
+  }
+
+  /** Wait for a free channel slot; the socket keeps the process alive only while commands run. */
+  private async slot(): Promise<() => void> {
+    if (this.active >= MaxChannels) await new Promise<void>((resolve) => this.queue.push(resolve))
+    this.active++
+    this.socket?.ref()
+    return () => {
+      this.active--
+      this.queue.shift()?.()
+      if (this.active === 0) this.socket?.unref()
+    }
+  }
+
+  /**
+   * Run one command (with `stdin` if given). A connection that dropped (or died while idle) is
+   * reconnected once; commands sent here must be safe to run again for that reason (submits adopt).
+   */
   async exec(command: string, stdin?: string): Promise<ExecResult> {
-    for (let attempt = 0; ; attempt++) {
-      this.client ??= await this.connect()
-      try {
-        const result = await this.run(this.client, command, stdin)
-        this.commands++
-        SshSession.totalCommands++
-        return result
-      } catch (error) {
-        if (attempt > 0 || !(error instanceof BackendError) || !error.retryable) throw error
-        this.client?.end()
-        this.client = undefined
+    const release = await this.slot()
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const client = await this.ensure()
+        this.socket?.ref()
+        try {
+          const result = await this.run(client, command, stdin)
+          this.commands++
+          SshSession.totalCommands++
+          return result
+        } catch (error) {
+          if (attempt > 0 || !(error instanceof SshCommandError) || !error.reconnect) throw error
+          this.drop(client)
+        }
       }
+    } finally {
+      release()
     }
   }
 
   private run(client: Ssh2Client, command: string, stdin?: string): Promise<ExecResult> {
-    const timeoutMs = this.target.commandTimeoutS * 1000
+    const t = this.target
     return new Promise((resolve, reject) => {
-      client.exec(command, (error, channel) => {
-        if (error)
-          return reject(new BackendError(`ssh exec failed: ${error.message}`, true, { cause: error }))
-        let stdout = ""
-        let stderr = ""
-        const timer = setTimeout(() => {
-          channel.close()
+      let settled = false
+      let channel: import("ssh2").ClientChannel | undefined
+      const finish = (fn: () => void) => {
+        if (settled) return
+        settled = true
+        clearTimeout(openTimer)
+        clearTimeout(runTimer)
+        fn()
+      }
+      // Opening a channel is one round trip: a connection that cannot do it in the connect timeout is
+      // hung (or died while idle). The command was not sent, so it is safe to reconnect and send it.
+      const openTimer = setTimeout(() => {
+        finish(() =>
           reject(
-            new BackendError(
-              `remote command timed out after ${this.target.commandTimeoutS}s: ${command.slice(0, 80)}`,
+            new SshCommandError(
+              `${t.host} did not open a command channel within ${t.connectTimeoutS}s`,
               true,
             ),
-          )
-        }, timeoutMs)
-        channel.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-        channel.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-        channel.once("close", (code: number | null) => {
-          clearTimeout(timer)
-          resolve({ code: code ?? -1, stdout, stderr })
+          ),
+        )
+        this.drop(client)
+      }, t.connectTimeoutS * 1000)
+      let runTimer: ReturnType<typeof setTimeout> | undefined
+      try {
+        client.exec(command, (error, opened) => {
+          clearTimeout(openTimer)
+          if (error)
+            return finish(() =>
+              reject(new SshCommandError(`ssh exec on ${t.host} failed: ${error.message}`, true, error)),
+            )
+          channel = opened
+          if (settled) return void opened.close()
+          let stdout = ""
+          let stderr = ""
+          opened.on("error", () => undefined)
+          opened.stderr.on("error", () => undefined)
+          opened.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+          opened.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+          opened.once("close", (code: number | null | undefined) => {
+            if (typeof code === "number") finish(() => resolve({ code, stdout, stderr }))
+            // No exit status: the connection went away under the command; it may or may not have run.
+            else
+              finish(() =>
+                reject(new SshCommandError(`the connection to ${t.host} closed during a command`, false)),
+              )
+          })
+          runTimer = setTimeout(() => {
+            finish(() =>
+              reject(
+                new SshCommandError(
+                  `a command on ${t.host} timed out after ${t.commandTimeoutS}s: ${command.slice(0, 80)}`,
+                  false,
+                ),
+              ),
+            )
+            channel?.close()
+          }, t.commandTimeoutS * 1000)
+          if (stdin !== undefined) opened.end(stdin)
+          else opened.end()
         })
-        if (stdin !== undefined) channel.end(stdin)
-        else channel.end()
-      })
+      } catch (error) {
+        // ssh2 throws synchronously when the connection is no longer usable ("Not connected").
+        finish(() =>
+          reject(new SshCommandError(`ssh to ${t.host}: ${(error as Error).message}`, true, error)),
+        )
+      }
     })
   }
 
   close(): void {
-    this.client?.end()
+    const client = this.client
     this.client = undefined
+    this.socket = undefined
+    try {
+      client?.end()
+    } catch {}
+  }
+}
+
+/**
+ * A failure of one command. `reconnect`: the command was never sent (no channel could be opened), so
+ * it is safe to reconnect and send it once more.
+ */
+export class SshCommandError extends BackendError {
+  constructor(
+    message: string,
+    readonly reconnect: boolean,
+    cause?: unknown,
+  ) {
+    super(message, true, { cause })
+    this.name = "SshCommandError"
+  }
+}
+
+interface PoolEntry {
+  session: SshSession
+  users: number
+  idle?: ReturnType<typeof setTimeout>
+}
+
+const pool = new Map<string, PoolEntry>()
+
+function poolKey(t: SshTarget): string {
+  return createHash("sha256")
+    .update(
+      JSON.stringify([t.host, t.port, t.user, t.hostKey, t.privateKey, t.connectTimeoutS, t.commandTimeoutS]),
+    )
+    .digest("hex")
+}
+
+/** A shared session for this login; `release()` when done (it stays open for the next user a while). */
+export function acquireSession(target: SshTarget): { session: SshSession; release(): void } {
+  const key = poolKey(target)
+  let entry = pool.get(key)
+  if (!entry) {
+    entry = { session: new SshSession(target), users: 0 }
+    pool.set(key, entry)
+  }
+  const e = entry
+  if (e.idle) clearTimeout(e.idle)
+  e.idle = undefined
+  e.users++
+  let released = false
+  return {
+    session: e.session,
+    release() {
+      if (released) return
+      released = true
+      e.users--
+      if (e.users > 0) return
+      e.idle = setTimeout(() => {
+        if (e.users > 0) return
+        pool.delete(key)
+        e.session.close()
+      }, IdleCloseMs)
+      e.idle.unref()
+    },
+  }
+}
+
+/** Close every shared connection (the local control plane's shutdown, tests). */
+export function closeSharedSessions(): void {
+  for (const [key, entry] of pool) {
+    if (entry.idle) clearTimeout(entry.idle)
+    entry.session.close()
+    pool.delete(key)
   }
 }
