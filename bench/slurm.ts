@@ -1,68 +1,49 @@
 /**
- * SSH commands per reconcile pass on a real Slurm cluster (scripts/slurm-dev-cluster.sh), with 200
- * active jobs: swarmplane's one batched command (squeue + scontrol/sacct fallbacks) against a baseline
- * that asks about each job on its own (`squeue -j`), both in this process on the same jobs.
+ * SSH cost of a reconcile pass on a real Slurm cluster (scripts/slurm-dev-cluster.sh) with 10, 100 and
+ * 1,000 active tasks (arrays of 10) and 2 swarms: SSH connects and commands per pass, and time.
+ * swarmplane keeps one connection per login across passes and folds the swarms into the pass's one
+ * command; the baseline, run in the same process on the same jobs, is what it did before: a new
+ * connection every pass and one more command per swarm.
  */
-
 import type { TaskRef } from "@swarmplane/core/backends/protocol"
-import { createBackend } from "@swarmplane/core/backends/registry"
+import { type AnyBackend, createBackend } from "@swarmplane/core/backends/registry"
 import { SshSession } from "@swarmplane/core/backends/slurm/ssh"
+import { closeSharedSessions } from "@swarmplane/core/backends/slurm/ssh-pool"
 import { BackendConfig } from "@swarmplane/core/model/backend"
 import { JobSpec } from "@swarmplane/core/model/job"
+import { type Swarm, SwarmSpec } from "@swarmplane/core/model/swarm"
 import { MemoryQueue } from "@swarmplane/core/queue/memory"
-import { createRuntime } from "@swarmplane/core/runtime"
+import { createRuntime, type Runtime } from "@swarmplane/core/runtime"
 import { MemoryStore } from "@swarmplane/core/store/memory"
 import { silentLogger } from "@swarmplane/core/util/logger"
 import { privateKeyOf, slurmConnection } from "../test/support/slurm"
 import { median, table } from "./util"
 
-const Jobs = 200
+const Sizes = [10, 100, 1000]
+const TasksPerJob = 10
+const Swarms = 2
+const Passes = 3
 
-export async function main(): Promise<void> {
-  const c = slurmConnection()
-  if (!c) return
-  const key = privateKeyOf(c)
-  const rt = createRuntime({
-    store: MemoryStore(),
-    queue: MemoryQueue(),
-    logger: silentLogger,
-    pepper: "b",
-    secrets: { get: async () => key },
-  })
-  const config = BackendConfig.parse({
-    type: "slurm",
-    loginHost: c.host,
-    port: c.port,
-    user: c.user,
-    sshKeySecret: "k",
-    hostKey: c.hostKey,
-    partition: c.partition,
-  })
-  const record = {
-    id: "bench",
-    project: "bench",
-    kind: "delegated" as const,
-    config,
-    status: {},
-    createdAt: "",
-    updatedAt: "",
-  }
-  let backend = createBackend(record, rt)
+type Variant = "swarmplane" | "baseline"
+const label: Record<Variant, string> = {
+  swarmplane: "kept connection, one command for jobs and swarms",
+  baseline: "baseline: connection per pass, a command per swarm",
+}
 
-  // 1. 200 jobs of one task each, submitted (most wait in the queue: the node has 8 CPUs).
+/** `n` tasks as arrays of 10, submitted and live (most wait in Slurm's queue: the node has 8 CPUs). */
+async function launchTasks(rt: Runtime, backend: AnyBackend, n: number, tag: string): Promise<TaskRef[]> {
   const refs: TaskRef[] = []
-  for (let i = 0; i < Jobs; i++) {
+  for (let j = 0; j < n / TasksPerJob; j++) {
     const job = await rt.repos.jobs.create(
       "bench",
-      `job-bench-${i}`,
-      JobSpec.parse({ command: ["sleep", "120"] }),
+      `job-${tag}-${j}`,
+      JobSpec.parse({ command: ["sleep", "600"], tasks: TasksPerJob, resources: { cpu: 1, memoryMiB: 64 } }),
       "bench",
     )
-    const task = (await rt.repos.jobs.load("bench", job.id))!.tasks[0]!
-    refs.push({ job, task })
+    for (const task of (await rt.repos.jobs.load("bench", job.id))!.tasks) refs.push({ job, task })
   }
-  let n = 0
-  const plan = await backend.schedule({ pending: refs, live: [], mintAttemptUid: () => `a-bench-${n++}` })
+  let k = 0
+  const plan = await backend.schedule({ pending: refs, live: [], mintAttemptUid: () => `a-${tag}-${k++}` })
   const assigned: TaskRef[] = plan.assignments.map((a) => ({
     job: a.ref.job,
     task: {
@@ -81,30 +62,96 @@ export async function main(): Promise<void> {
       },
     },
   }))
-  const launched = await backend.launch({ attempts: assigned })
-  const live: TaskRef[] = launched.launched.map(({ ref, target }) => ({
+  const { launched } = await backend.launch({ attempts: assigned })
+  return launched.map(({ ref, target }) => ({
     ...ref,
     task: {
       ...ref.task,
       data: { ...ref.task.data, attempts: ref.task.data.attempts.map((a) => ({ ...a, target })) },
     },
   }))
-  await backend.close()
+}
 
-  // 2. Passes: swarmplane's batched reconcile, and the per-job baseline, alternating.
-  const rows: { variant: string; commands: number; ms: number }[] = []
-  for (let round = 0; round < 3; round++) {
-    backend = createBackend(record, rt)
-    const before = SshSession.totalCommands
-    const t0 = performance.now()
-    await backend.reconcile({ live })
-    rows.push({
-      variant: "reconcile (one batched command)",
-      commands: SshSession.totalCommands - before,
-      ms: performance.now() - t0,
-    })
-    await backend.close()
-
+export async function main(): Promise<void> {
+  const c = slurmConnection()
+  if (!c) return
+  const key = privateKeyOf(c)
+  const rt = createRuntime({
+    store: MemoryStore(),
+    queue: MemoryQueue(),
+    logger: silentLogger,
+    pepper: "b",
+    secrets: { get: async () => key },
+  })
+  const record = {
+    id: "bench",
+    project: "bench",
+    kind: "delegated" as const,
+    config: BackendConfig.parse({
+      type: "slurm",
+      loginHost: c.host,
+      port: c.port,
+      user: c.user,
+      sshKeySecret: "k",
+      hostKey: c.hostKey,
+      partition: c.partition,
+    }),
+    status: {},
+    createdAt: "",
+    updatedAt: "",
+  }
+  const setup = createBackend(record, rt)
+  const now = new Date().toISOString()
+  const swarms: Swarm[] = []
+  for (let i = 0; i < Swarms; i++) {
+    const swarm: Swarm = {
+      ...SwarmSpec.parse({
+        name: `bench-${i}`,
+        model: "m",
+        command: ["sleep", "600"],
+        memoryMiBPerReplica: 64,
+      }),
+      project: "bench",
+      phase: "PENDING",
+      desired: "running",
+      generation: 1,
+      observedGeneration: 0,
+      replicaStatus: { ready: 0, total: 1, items: [] },
+      createdAt: now,
+      updatedAt: now,
+    }
+    swarms.push({ ...swarm, handle: await setup.createOrUpdate(swarm, 0) })
+  }
+  const rows: { size: number; variant: Variant; connects: number; commands: number; ms: number }[] = []
+  const arrays = new Set<string>()
+  try {
+    for (const size of Sizes) {
+      const live = await launchTasks(rt, setup, size, `n${size}`)
+      for (const ref of live) arrays.add(ref.task.data.attempts[0]!.target!.split("_")[0]!)
+      for (let pass = 0; pass <= Passes; pass++)
+        for (const variant of ["swarmplane", "baseline"] as const) {
+          if (variant === "baseline") closeSharedSessions()
+          const [connects, commands] = [SshSession.totalConnects, SshSession.totalCommands]
+          const t0 = performance.now()
+          const backend = createBackend(record, rt)
+          await backend.reconcile({ live, ...(variant === "swarmplane" ? { swarms } : {}) })
+          for (const swarm of swarms) await backend.servingStatus(swarm)
+          await backend.close()
+          // Pass 0 warms up (the kept connection is made there).
+          if (pass > 0)
+            rows.push({
+              size,
+              variant,
+              connects: SshSession.totalConnects - connects,
+              commands: SshSession.totalCommands - commands,
+              ms: performance.now() - t0,
+            })
+        }
+    }
+  } finally {
+    const cleanup = createBackend(record, rt)
+    for (const swarm of swarms) await cleanup.delete(swarm, 0)
+    await cleanup.close()
     const session = new SshSession({
       host: c.host,
       port: c.port,
@@ -112,51 +159,43 @@ export async function main(): Promise<void> {
       privateKey: key,
       hostKey: c.hostKey,
       connectTimeoutS: 10,
-      commandTimeoutS: 60,
+      commandTimeoutS: 120,
     })
-    const b0 = SshSession.totalCommands
-    const t1 = performance.now()
-    for (const ref of live)
-      await session.exec(`squeue -h -t all -j ${ref.task.data.attempts[0]!.target} -o '%T'`)
-    rows.push({
-      variant: "baseline: squeue -j per job",
-      commands: SshSession.totalCommands - b0,
-      ms: performance.now() - t1,
-    })
+    if (arrays.size) await session.exec(`scancel ${[...arrays].join(" ")}`)
     session.close()
+    await setup.close()
+    closeSharedSessions()
   }
-  const msOf = (variant: string) => median(rows.filter((r) => r.variant === variant).map((r) => r.ms))
-  const base = msOf("baseline: squeue -j per job")
   console.log(
-    `\nReconciling ${Jobs} active Slurm jobs over SSH (Slurm ${c.version}; median of 3 passes; connect included)\n`,
+    `\nA reconcile pass over SSH on Slurm ${c.version}: ${Swarms} swarms and N active tasks in arrays of ${TasksPerJob} (median of ${Passes} passes after a warm-up)\n`,
   )
-  const variants = ["reconcile (one batched command)", "baseline: squeue -j per job"]
+  const lines: string[][] = []
+  for (const size of Sizes) {
+    const of = (variant: Variant) => rows.filter((r) => r.size === size && r.variant === variant)
+    const base = median(of("baseline").map((r) => r.ms))
+    for (const variant of ["swarmplane", "baseline"] as const) {
+      const r = of(variant)
+      lines.push([
+        size.toLocaleString("en"),
+        label[variant],
+        median(r.map((x) => x.connects)).toFixed(1),
+        median(r.map((x) => x.commands)).toFixed(1),
+        median(r.map((x) => x.ms)).toFixed(0),
+        (base / median(r.map((x) => x.ms))).toFixed(1),
+      ])
+    }
+  }
   console.log(
     table(
-      ["variant", "SSH commands per pass", "ms per pass", "× faster than baseline"],
-      variants.map((variant) => [
-        variant,
-        String(rows.find((r) => r.variant === variant)!.commands),
-        msOf(variant).toFixed(0),
-        (base / msOf(variant)).toFixed(1),
-      ]),
+      [
+        "active tasks",
+        "variant",
+        "SSH connects / pass",
+        "SSH commands / pass",
+        "ms / pass",
+        "× faster than baseline",
+      ],
+      lines,
     ),
   )
-
-  // 3. Clean up: cancel the bench's arrays by id.
-  const cleanup = new SshSession({
-    host: c.host,
-    port: c.port,
-    user: c.user,
-    privateKey: key,
-    hostKey: c.hostKey,
-    connectTimeoutS: 10,
-    commandTimeoutS: 60,
-  })
-  const ids = [...new Set(live.map((ref) => ref.task.data.attempts[0]!.target!.split("_")[0]!))]
-  const out = await cleanup.exec(
-    `scancel ${ids.join(" ")}; squeue -h -t PENDING,RUNNING -j ${ids.join(",")} -o %i | wc -l`,
-  )
-  if (out.stdout.trim() !== "0") console.warn(`bench: ${out.stdout.trim()} jobs still queued after scancel`)
-  cleanup.close()
 }

@@ -239,8 +239,8 @@ suite("slurm backend on a real cluster", () => {
     s.close()
   })
 
-  test("a 2-replica echo swarm reaches RUNNING behind its router, answers a chat completion, and DELETE leaves no job", {
-    timeout: 180_000,
+  test("a 2-replica echo swarm reaches RUNNING behind its router, answers, keeps answering while Slurm requeues a replica, and DELETE leaves no job", {
+    timeout: 240_000,
   }, async () => {
     await createEchoSwarm("slurm-echo")
     const swarm = await serving("slurm-echo")
@@ -250,6 +250,43 @@ suite("slurm backend on a real cluster", () => {
       body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: "from slurm" }] }),
     }).then((r) => r.json())
     expect(reply.choices[0].message.content).toBe("echo: from slurm")
+
+    // Slurm requeues replica 1 (as after a node failure; StartTime=now skips the requeue's 2-minute
+    // hold). Clients of the swarm's URL see no failed request, and the router follows the replica's
+    // new address.
+    const chat = () =>
+      fetch(`${swarm.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: "through a requeue" }] }),
+      }).then((r) => r.status)
+    const oldUrl: string = swarm.replicaStatus.items[1].url
+    let stop = false
+    const statuses: number[] = []
+    const load = (async () => {
+      while (!stop) statuses.push(await chat().catch(() => 0))
+    })()
+    const replica = `${swarm.handle.meta.replicaJob}_1`
+    const s = ssh()
+    await s.exec(`scontrol requeue ${replica} && sleep 1 && scontrol update jobid=${replica} StartTime=now`)
+    s.close()
+    const moved = await until(
+      "the requeued replica to serve at a new address behind the same URL",
+      async () => {
+        const now = (await p.call("GET", "/v1/swarms/slurm-echo")).json
+        const item = now.replicaStatus.items[1]
+        if (item.state !== "READY" || item.url === oldUrl) return false
+        const router = await fetch(`${swarm.url}/_swarmplane/router`).then((r) => r.json())
+        return router.upstreams.includes(item.url) && !router.upstreams.includes(oldUrl) && now
+      },
+      90_000,
+    )
+    stop = true
+    await load
+    expect(moved.url).toBe(swarm.url)
+    expect(moved.phase).toBe("RUNNING")
+    expect(statuses.length).toBeGreaterThan(10)
+    expect(statuses.filter((code) => code !== 200)).toEqual([])
     const names = [swarm.handle.meta.replicas, swarm.handle.meta.router]
     expect((await p.call("DELETE", "/v1/swarms/slurm-echo")).status).toBe(202)
     const stopped = await until(

@@ -121,6 +121,23 @@ describe("router", () => {
     }
   })
 
+  it("sends a request again to another replica when the first dies before answering (requeued mid-request)", async () => {
+    // A replica that reads the whole request, then goes away without a word.
+    const dying = createServer((req) => req.on("end", () => req.socket.destroy()).resume())
+    await new Promise<void>((resolve) => dying.listen(0, "127.0.0.1", resolve))
+    const dead = `http://127.0.0.1:${(dying.address() as AddressInfo).port}`
+    try {
+      router.setUpstreams([dead, urlMirror])
+      for (let i = 0; i < 4; i++) {
+        const res = await fetch(`${base}/echo-body`, { method: "POST", body: `body ${i}` })
+        expect(res.status).toBe(201)
+        expect((await res.json()).body).toBe(`body ${i}`)
+      }
+    } finally {
+      dying.close()
+    }
+  })
+
   it("answers 502 when every upstream it tries refuses", async () => {
     const refused = `http://127.0.0.1:${await freePort()}`
     router.setUpstreams([refused])

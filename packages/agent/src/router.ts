@@ -90,10 +90,8 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
     const pool = warm.length > 0 ? warm : targets
     const first = next++ % pool.length
     const order = [pool[first], pool[(first + 1) % pool.length]].filter((u) => u !== undefined)
-    forward(req, res, [...new Set(order)], {
-      connectTimeoutMs,
-      unreachable: (u) => cooling.set(u.origin, now() + cooldownMs),
-    })
+    const options = { connectTimeoutMs, unreachable: (u: URL) => cooling.set(u.origin, now() + cooldownMs) }
+    bufferBody(req, (body) => forward(req, res, [...new Set(order)], options, body))
   })
 
   return {
@@ -122,21 +120,48 @@ interface ForwardOptions {
   unreachable: (target: URL) => void
 }
 
+/** Request bodies up to this size are held, so a request whose replica dies before answering is sent again. */
+export const MaxBufferedBody = 1024 * 1024
+
 /**
- * Send the request to the first target; if it cannot be reached, to the next. The request body is
- * only read once a connection is up, so an attempt that never connected consumed nothing and the
- * retry is whole.
+ * The request body, whole, when it is small (an LLM request is a few KB); `undefined` for a larger one,
+ * which is streamed instead (and read only once a connection is up).
  */
-function forward(req: IncomingMessage, res: ServerResponse, targets: URL[], options: ForwardOptions): void {
+function bufferBody(req: IncomingMessage, then: (body: Buffer | undefined) => void): void {
+  // No length and no chunked encoding: no body (a GET).
+  const length = Number(req.headers["content-length"] ?? 0)
+  if (req.headers["transfer-encoding"] || !(length <= MaxBufferedBody)) return then(undefined)
+  const chunks: Buffer[] = []
+  req.on("data", (chunk: Buffer) => chunks.push(chunk))
+  req.once("end", () => then(Buffer.concat(chunks)))
+  req.once("error", () => undefined)
+}
+
+/**
+ * Send the request to the first target; if it cannot be reached, to the next. A streamed body is only
+ * read once a connection is up, so an attempt that never connected consumed nothing and the retry is
+ * whole. A held body goes to the next target too when the first fails before any of its answer came
+ * (a replica that died or was requeued mid-request, a stale kept-alive connection): the client sees
+ * one answer, never the failure of a replica that was going away.
+ */
+function forward(
+  req: IncomingMessage,
+  res: ServerResponse,
+  targets: URL[],
+  options: ForwardOptions,
+  body?: Buffer,
+): void {
   const [target, ...rest] = targets
   if (!target) return
   const upstream = openUpstream(target, req)
   let connected = false
+  let answered = false
   let timer: NodeJS.Timeout | undefined
   const onConnected = () => {
     clearTimeout(timer)
     connected = true
-    req.pipe(upstream)
+    if (body) upstream.end(body)
+    else req.pipe(upstream)
   }
   upstream.once("socket", (socket) => {
     if (!socket.connecting) return onConnected() // A reused keep-alive connection.
@@ -147,12 +172,16 @@ function forward(req: IncomingMessage, res: ServerResponse, targets: URL[], opti
       upstream.destroy(error)
     }, options.connectTimeoutMs)
   })
-  upstream.once("response", (answer) => relay(answer, res))
+  upstream.once("response", (answer) => {
+    answered = true
+    relay(answer, res)
+  })
   upstream.on("error", (error: NodeJS.ErrnoException) => {
     clearTimeout(timer)
     const unreachable = !connected && Unreachable.has(error.code ?? "")
     if (unreachable) options.unreachable(target)
-    if (unreachable && rest.length > 0) return forward(req, res, rest, options)
+    const again = unreachable || (body !== undefined && !answered && !res.headersSent && !clientGone(res))
+    if (again && rest.length > 0) return forward(req, res, rest, options, body)
     if (!res.headersSent)
       sendError(res, 502, "router.upstream_failed", `upstream ${target.origin} failed: ${error.message}`)
     else res.destroy(error)
@@ -163,16 +192,19 @@ function forward(req: IncomingMessage, res: ServerResponse, targets: URL[], opti
   })
 }
 
+const clientGone = (res: ServerResponse) => res.destroyed || res.writableEnded
+
 function openUpstream(target: URL, req: IncomingMessage): ClientRequest {
   const request = target.protocol === "https:" ? httpsRequest : httpRequest
   const base = target.pathname.replace(/\/$/, "")
+  const headers = forwardedHeaders(req, target)
   return request({
     protocol: target.protocol,
     hostname: target.hostname.replace(/^\[|\]$/g, ""),
     port: target.port || undefined,
     method: req.method,
     path: base + (req.url ?? "/"),
-    headers: forwardedHeaders(req, target),
+    headers,
   })
 }
 

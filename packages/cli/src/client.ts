@@ -175,6 +175,15 @@ export function createClient(options: HttpOptions) {
     taskLogs: (id: string, index: number, query: { tail?: number; attempt?: string } = {}) =>
       get<LogTail>(`/v1/jobs/${at(id, "tasks", index, "logs")}`, { ...query }),
 
+    /** `GET /v1/jobs/{id}/logs`: many tasks' tails in one request (one command on a Slurm cluster). */
+    jobLogs: async (id: string, query: { tail?: number; tasks?: number[] } = {}) =>
+      (
+        await get<{ items: (LogTail & { task: number })[] }>(`/v1/jobs/${at(id, "logs")}`, {
+          ...(query.tail !== undefined ? { tail: query.tail } : {}),
+          ...(query.tasks ? { tasks: query.tasks.join(",") } : {}),
+        })
+      ).items,
+
     /** `POST /v1/jobs/{id}/cancel`. */
     cancelJob: async (id: string, idempotencyKey?: string) =>
       (await call<Job>({ method: "POST", path: `/v1/jobs/${at(id)}/cancel`, idempotencyKey })).body,

@@ -56,9 +56,7 @@ export function jobLogsCommand(job: Command, ctx: Ctx): void {
           )
         return follow(ctx, api, id, tasks, o.tail, prefix)
       }
-      const tails = await mapLimit(tasks, 8, (task) =>
-        api.taskLogs(id, task.index, { tail: o.tail, ...(o.attempt ? { attempt: o.attempt } : {}) }),
-      )
+      const tails = await tailsOf(api, id, tasks, o.tail, o.attempt)
       if (format !== "table")
         return show(
           ctx,
@@ -77,6 +75,33 @@ export function jobLogsCommand(job: Command, ctx: Ctx): void {
       })
     },
   )
+}
+
+/** Tasks asked for in one request to the job's logs (the API's bound). */
+const LogsPerRequest = 256
+
+/**
+ * The tails of these tasks: one request for many (one command on a Slurm cluster), one per task only
+ * for an earlier attempt's output, which is asked for by task.
+ */
+async function tailsOf(
+  api: Client,
+  id: string,
+  tasks: Task[],
+  tail: number,
+  attempt?: string,
+): Promise<LogTail[]> {
+  if (attempt || tasks.length === 1)
+    return mapLimit(tasks, 8, (task) =>
+      api.taskLogs(id, task.index, { tail, ...(attempt ? { attempt } : {}) }),
+    )
+  const lines = Math.max(1, Math.min(tail, Math.floor(100_000 / Math.min(tasks.length, LogsPerRequest))))
+  const chunks: Task[][] = []
+  for (let i = 0; i < tasks.length; i += LogsPerRequest) chunks.push(tasks.slice(i, i + LogsPerRequest))
+  const answers = await mapLimit(chunks, 2, (chunk) =>
+    api.jobLogs(id, { tail: lines, tasks: chunk.map((t) => t.index) }),
+  )
+  return answers.flat()
 }
 
 /** The tasks to show: one by index, or all of the detail's (the first 1000). */
@@ -120,9 +145,7 @@ async function follow(
   let active = tasks
   for (;;) {
     const states = new Map((await api.getJob(id)).tasks.map((t) => [t.index, t.state]))
-    const tails = await mapLimit(active, 8, (task) =>
-      api.taskLogs(id, task.index, { tail: first ? tail : FollowWindow }),
-    )
+    const tails = await tailsOf(api, id, active, first ? tail : FollowWindow)
     tails.forEach((cur, i) => {
       const task = active[i] as Task
       const prev = seen.get(task.index)

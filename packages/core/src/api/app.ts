@@ -18,6 +18,7 @@ import { idempotency } from "./idempotency"
 import { fieldIssues } from "./issues"
 import { jsonResponse } from "./openapi-helpers"
 import { backendRoutes } from "./routes/backends"
+import { jobLogsRoutes } from "./routes/job-logs"
 import { jobRoutes } from "./routes/jobs"
 import { projectRoutes } from "./routes/projects"
 import { swarmRoutes } from "./routes/swarms"
@@ -96,6 +97,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   backendRoutes(app, deps)
   swarmRoutes(app, deps)
   jobRoutes(app, deps)
+  jobLogsRoutes(app, deps)
   workerRoutes(app, deps)
   dashboardRoutes(app)
 

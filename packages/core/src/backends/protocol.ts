@@ -192,6 +192,15 @@ export function reportsHealth(backend: object): backend is ReportsHealth {
   return typeof (backend as Partial<ReportsHealth>).health === "function"
 }
 
+/** Optional capability: the output tails of many tasks in one round trip (one SSH command on Slurm). */
+export interface FetchesManyLogs {
+  fetchLogsMany(refs: TaskRef[], tail: number): Promise<LogTail[]>
+}
+
+export function fetchesManyLogs(backend: object): backend is FetchesManyLogs {
+  return typeof (backend as Partial<FetchesManyLogs>).fetchLogsMany === "function"
+}
+
 export interface ServingStatus {
   phase: Swarm["phase"]
   url?: string

@@ -4,9 +4,12 @@
  * a function that never touches Slurm never loads ssh2.
  */
 import type { Backend } from "../model/backend"
+import type { JobSpec } from "../model/job"
 import type { Runtime } from "../runtime"
+import type { FieldIssue } from "../util/errors"
 import type { ServingBackend, TaskBackend } from "./protocol"
 import { SlurmBackend } from "./slurm/backend"
+import { slurmJobIssues } from "./slurm/validate"
 import { UnavailableBackend } from "./unavailable"
 import { WorkersBackend } from "./workers/backend"
 
@@ -49,5 +52,15 @@ export async function withBackend<T>(
     return await use(instance)
   } finally {
     await instance.close()
+  }
+}
+
+/** What a job spec asks that this backend type cannot take (each with its field path); none: fine. */
+export function jobSpecIssues(backend: Backend, spec: JobSpec): FieldIssue[] {
+  switch (backend.config.type) {
+    case "slurm":
+      return slurmJobIssues(spec)
+    default:
+      return []
   }
 }

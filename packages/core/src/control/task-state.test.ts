@@ -350,3 +350,58 @@ describe("notes on the current attempt", () => {
     ).toBe(false)
   })
 })
+
+describe("what the substrate said, and what is still alive there", () => {
+  test("an outcome's message is kept on the attempt; `stop` asks for the attempt to be stopped after the commit", () => {
+    const requeued = applyOutcome(
+      task("RUNNING"),
+      { kind: "preempted", attemptUid: "a-1", reason: "requeued", message: "Slurm requeued it", stop: true },
+      policy,
+      now,
+    )
+    expect(requeued.task.state).toBe("PENDING")
+    expect(requeued.task.attempts[0]).toMatchObject({ state: "PREEMPTED", message: "Slurm requeued it" })
+    expect(requeued.stop).toEqual(["a-1"])
+    const ended = applyOutcome(
+      task("RUNNING"),
+      {
+        kind: "failed",
+        attemptUid: "a-1",
+        reason: "cancelled_on_cluster",
+        message: "cancelled on the cluster",
+      },
+      policy,
+      now,
+    )
+    expect(ended.stop).toEqual([])
+    expect(ended.task.attempts[0]!.message).toBe("cancelled on the cluster")
+  })
+
+  test("a submit that did not reach the substrate is counted and told, until the attempt gets its target", () => {
+    const failed = noteServing(
+      task("ASSIGNED"),
+      {
+        attemptUid: "a-1",
+        submitFailure: { message: "connection refused", retryAt: "2026-01-01T00:00:20.000Z" },
+      },
+      now,
+    ).task
+    expect(failed.attempts[0]).toMatchObject({ submitFailures: 1, retryAt: "2026-01-01T00:00:20.000Z" })
+    expect(failed.pendingReason).toBe(
+      "not submitted yet (try 1): connection refused; next try at 2026-01-01T00:00:20.000Z",
+    )
+    const again = noteServing(
+      failed,
+      { attemptUid: "a-1", submitFailure: { message: "refused", retryAt: "2026-01-01T00:00:30.000Z" } },
+      now,
+    ).task
+    expect(again.attempts[0]!.submitFailures).toBe(2)
+    const submitted = noteServing(again, { attemptUid: "a-1", target: "31_0" }, now).task
+    expect(submitted.pendingReason).toBeUndefined()
+    expect(submitted.attempts[0]!.target).toBe("31_0")
+    // A stale note (another attempt) changes nothing.
+    expect(
+      noteServing(again, { attemptUid: "a-0", submitFailure: { message: "x", retryAt: now } }, now).changed,
+    ).toBe(false)
+  })
+})

@@ -151,7 +151,9 @@ export const SlurmBackendConfig = z
       .array(ArgvWord)
       .max(64)
       .optional()
-      .describe("Command of the swarm router job; the agent's `router` when absent."),
+      .describe(
+        "Command of the swarm router job; the agent's `router` when absent. It is given `--port P` and an `--upstream-file F` per replica (each file holds the replica's `host:port` and changes when Slurm requeues it).",
+      ),
     outputDir: z
       .string()
       .min(1)

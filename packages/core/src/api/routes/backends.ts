@@ -1,5 +1,6 @@
 /** `/v1/backends`: register (create or replace) and read backends. */
 import { createRoute, z } from "@hono/zod-openapi"
+import { reportsHealth } from "../../backends/protocol"
 import { withBackend } from "../../backends/registry"
 import { Backend, CreateBackendRequest } from "../../model/backend"
 import { NotFoundError } from "../../util/errors"
@@ -115,14 +116,24 @@ export function backendRoutes(app: App, deps: ApiDeps): void {
       if (!record) throw new NotFoundError("backend", id)
       const settle = async <T>(run: () => Promise<T>): Promise<T | { error: string }> =>
         run().catch((error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }))
-      const body = await withBackend(record, deps, async (backend) => ({
-        id: record.id,
-        descriptor: backend.descriptor,
-        lastTick: record.status,
-        status: await settle(() => backend.status()),
-        capacity: await settle(() => backend.resourceCapacity()),
-        autoscaler: await settle(() => backend.autoscalerStatus()),
-      }))
+      const body = await withBackend(record, deps, async (backend) => {
+        const live = {
+          status: await settle(() => backend.status()),
+          capacity: await settle(() => backend.resourceCapacity()),
+          autoscaler: await settle(() => backend.autoscalerStatus()),
+        }
+        // This was a contact: its result is the backend's health from now on, as a pass's would be.
+        const health = reportsHealth(backend) ? backend.health() : undefined
+        let lastTick = record.status
+        if (
+          health &&
+          (health.healthy !== record.status.healthy || health.message !== record.status.message)
+        ) {
+          lastTick = { ...health, checkedAt: new Date(deps.clock.now()).toISOString() }
+          await deps.repos.backends.setStatus(record.project, record.id, lastTick)
+        }
+        return { id: record.id, descriptor: backend.descriptor, lastTick, ...live }
+      })
       return c.json(body, 200)
     },
   )

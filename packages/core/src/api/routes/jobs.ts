@@ -1,13 +1,13 @@
 /** `/v1/jobs`: submit, list, get with tasks and attempts, cancel, events. */
 import { createRoute, z } from "@hono/zod-openapi"
-import { withBackend } from "../../backends/registry"
+import { jobSpecIssues, withBackend } from "../../backends/registry"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
 import { Job, JobDetail, JobListQuery, JobRequest, specOf, Task } from "../../model/job"
 import { withPendingReason } from "../../store/jobs"
 import { Keys } from "../../store/keys"
-import { NotFoundError, VisibleError } from "../../util/errors"
+import { NotFoundError, ValidationError, VisibleError } from "../../util/errors"
 import { newId, seededId } from "../../util/ids"
 import { requireRole } from "../auth"
 import { type ApiDeps, enqueue } from "../context"
@@ -65,6 +65,8 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
         backendId ??= swarm.backendId
       }
       const backend = await resolveBackend(deps, caller.project, backendId)
+      const issues = jobSpecIssues(backend, spec)
+      if (issues.length) throw new ValidationError(issues)
       const seed = c.get("idempotency")
       const id = seed ? seededId("job", seed.createdAt, seed.seed) : newId("job", deps.clock.now())
       const job = await deps.repos.jobs.create(

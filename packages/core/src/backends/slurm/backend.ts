@@ -13,6 +13,7 @@ import { iso } from "../../util/clock"
 import { BackendError, NotSupportedError, VisibleError } from "../../util/errors"
 import { newId } from "../../util/ids"
 import type {
+  FetchesManyLogs,
   LaunchResult,
   ReconcileResult,
   ReportsHealth,
@@ -53,15 +54,29 @@ import {
   UnsafeValueError,
 } from "./script"
 import { parseProbes, probeCommand, SlurmServing, servingNames, servingStatusFrom } from "./serving"
-import { acquireSession, type SshSession } from "./ssh"
+import type { SshSession } from "./ssh"
+import { acquireSession } from "./ssh-pool"
 
 export { LostAfterMs, parseSubmission, parseTarget }
 
 type SlurmConfig = BackendConfigOf<"slurm">
 
+const LogMarker = "@@swarmplane:log@@"
+
+/** `count` output tails from one command's stdout, split at the markers it printed before each. */
+export function splitLogs(stdout: string, count: number): string[][] {
+  const out: string[][] = Array.from({ length: count }, () => [])
+  let current = -1
+  for (const line of stdout.replace(/\n$/, "").split("\n")) {
+    if (line.startsWith(LogMarker)) current = Number(line.slice(LogMarker.length))
+    else if (current >= 0 && current < count) out[current]!.push(line)
+  }
+  return out
+}
+
 export function SlurmBackend(
   backend: Backend & { config: SlurmConfig },
-): TaskBackend & ServingBackend & ReportsHealth {
+): TaskBackend & ServingBackend & ReportsHealth & FetchesManyLogs {
   const { project, id: backendId, config } = backend
   let runtime: Runtime | undefined
   let lease: ReturnType<typeof acquireSession> | undefined
@@ -337,9 +352,9 @@ export function SlurmBackend(
       const parts = sections(out.stdout)
       const partitions = parseSinfo(parts.main)
       const known = new Set(partitions.map((p) => p.name))
-      const missing = [config.partition, ...(config.gpuPartition ? [config.gpuPartition] : [])].filter(
-        (name) => !known.has(name),
-      )
+      const missing = [
+        ...new Set([config.partition, ...(config.gpuPartition ? [config.gpuPartition] : [])]),
+      ].filter((name) => !known.has(name))
       const message = missing.length
         ? `partition ${missing.map((m) => `"${m}"`).join(", ")} does not exist on ${config.loginHost} (it has ${[...known].join(", ") || "none"}); fix the backend's partition`
         : undefined
@@ -389,22 +404,40 @@ export function SlurmBackend(
     execInContainer: unsupported("exec"),
 
     async fetchLogs(ref, tail) {
-      const attempt = ref.task.data.attempts.at(-1)
-      const sub = parseSubmission(attempt?.submission)
-      if (!attempt || !sub) return { attemptUid: attempt?.attemptUid ?? "", lines: [], truncated: false }
-      const out = await run(
-        `tail -n ${tail + 1} ${sh(outputPath(config, sub.name, sub.index))} 2>/dev/null || true`,
-      )
-      const lines = out.stdout
-        .replace(/\n$/, "")
-        .split("\n")
-        .filter((l, i, all) => l !== "" || i < all.length - 1)
-      return {
-        attemptUid: attempt.attemptUid,
-        lines: lines.slice(-tail),
-        truncated: lines.length > tail,
-        updatedAt: iso(rt().clock.now()),
-      }
+      return (await this.fetchLogsMany([ref], tail))[0]!
+    },
+
+    /** The tails of many tasks' output files in one command (`job logs` of a whole job). */
+    async fetchLogsMany(refs, tail) {
+      const files = refs.map((ref) => {
+        const attempt = ref.task.data.attempts.at(-1)
+        const sub = parseSubmission(attempt?.submission)
+        return {
+          attemptUid: attempt?.attemptUid ?? "",
+          path: sub ? outputPath(config, sub.name, sub.index) : undefined,
+        }
+      })
+      const wanted = files.filter((f) => f.path)
+      const out = wanted.length
+        ? await run(
+            wanted
+              .map((f, i) => `echo ${LogMarker}${i}; tail -n ${tail + 1} ${sh(f.path!)} 2>/dev/null || true`)
+              .join("\n"),
+          )
+        : { stdout: "" }
+      const texts = splitLogs(out.stdout, wanted.length)
+      const updatedAt = iso(rt().clock.now())
+      let next = 0
+      return files.map((f) => {
+        if (!f.path) return { attemptUid: f.attemptUid, lines: [], truncated: false }
+        const lines = texts[next++]!
+        return {
+          attemptUid: f.attemptUid,
+          lines: lines.slice(-tail),
+          truncated: lines.length > tail,
+          updatedAt,
+        }
+      })
     },
 
     // No worker store: Slurm tracks its nodes.

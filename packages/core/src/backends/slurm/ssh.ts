@@ -54,8 +54,6 @@ type Ssh2Client = import("ssh2").Client
 const MaxChannels = 8
 /** After a failed connect, calls fail at once with the same error for this long. */
 export const FailFastMs = 10_000
-/** A shared connection unused this long is closed. */
-export const IdleCloseMs = 120_000
 
 export class SshSession {
   /** Commands run by every session of this process (what the benchmark counts). */
@@ -135,13 +133,14 @@ export class SshSession {
       const timer = setTimeout(
         () => {
           failConnect(new Error(`no SSH handshake within ${t.connectTimeoutS}s`))
-          client.destroy()
         },
         Math.max(1, deadline - Date.now()),
       )
       failConnect = (error: Error) => {
         clearTimeout(timer)
         failConnect = () => undefined
+        // The socket is ours (ssh2 was given it): close it, or a hung peer keeps it open for ever.
+        socket.destroy()
         if (presented)
           reject(
             new VisibleError(
@@ -192,6 +191,7 @@ export class SshSession {
   private drop(client: Ssh2Client): void {
     if (this.client === client) {
       this.client = undefined
+      this.socket?.destroy()
       this.socket = undefined
     }
     try {
@@ -332,11 +332,14 @@ export class SshSession {
 
   close(): void {
     const client = this.client
+    const socket = this.socket
     this.client = undefined
     this.socket = undefined
     try {
       client?.end()
     } catch {}
+    // A peer that does not answer the goodbye must not keep the socket open.
+    if (socket) setTimeout(() => socket.destroy(), 1000).unref()
   }
 }
 
@@ -352,60 +355,5 @@ export class SshCommandError extends BackendError {
   ) {
     super(message, true, { cause })
     this.name = "SshCommandError"
-  }
-}
-
-interface PoolEntry {
-  session: SshSession
-  users: number
-  idle?: ReturnType<typeof setTimeout>
-}
-
-const pool = new Map<string, PoolEntry>()
-
-function poolKey(t: SshTarget): string {
-  return createHash("sha256")
-    .update(
-      JSON.stringify([t.host, t.port, t.user, t.hostKey, t.privateKey, t.connectTimeoutS, t.commandTimeoutS]),
-    )
-    .digest("hex")
-}
-
-/** A shared session for this login; `release()` when done (it stays open for the next user a while). */
-export function acquireSession(target: SshTarget): { session: SshSession; release(): void } {
-  const key = poolKey(target)
-  let entry = pool.get(key)
-  if (!entry) {
-    entry = { session: new SshSession(target), users: 0 }
-    pool.set(key, entry)
-  }
-  const e = entry
-  if (e.idle) clearTimeout(e.idle)
-  e.idle = undefined
-  e.users++
-  let released = false
-  return {
-    session: e.session,
-    release() {
-      if (released) return
-      released = true
-      e.users--
-      if (e.users > 0) return
-      e.idle = setTimeout(() => {
-        if (e.users > 0) return
-        pool.delete(key)
-        e.session.close()
-      }, IdleCloseMs)
-      e.idle.unref()
-    },
-  }
-}
-
-/** Close every shared connection (the local control plane's shutdown, tests). */
-export function closeSharedSessions(): void {
-  for (const [key, entry] of pool) {
-    if (entry.idle) clearTimeout(entry.idle)
-    entry.session.close()
-    pool.delete(key)
   }
 }
