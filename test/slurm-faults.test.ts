@@ -451,6 +451,41 @@ suite("slurm backend under faults", () => {
     expect(status.capacity.total.cpu).toBe(partitions[0]!.cpus.total)
   })
 
+  test("a thousand live tasks: each pass is still one command (sent on stdin, past the 128 KiB argument limit), and a job's logs come in one request", {
+    timeout: 180_000,
+  }, async () => {
+    const id = await s.submit("hpc", {
+      tasks: 1000,
+      command: ["sh", "-c", "echo shard $SHARD_ID; sleep 300"],
+      resources: { cpu: 1, memoryMiB: 32 },
+    })
+    onTestFinished(async () => void (await s.p.call("POST", `/v1/jobs/${id}/cancel`)))
+    const seen = await until(
+      "every task on the cluster, the first ones running, the rest with Slurm's reason",
+      async () => {
+        const j = await s.job(id)
+        const running = j.tasks.filter((t: { state: string }) => t.state === "RUNNING").length
+        const waiting = j.tasks.filter((t: { pendingReason?: string }) =>
+          t.pendingReason?.startsWith("Slurm: "),
+        ).length
+        return running >= 4 && waiting >= 900 && j
+      },
+      150_000,
+    )
+    expect(
+      new Set(seen.tasks.map((t: { attempts: Attempt[] }) => t.attempts[0]!.target!.split("_")[0])).size,
+    ).toBe(1)
+    expect(await backendStatus("hpc")).toMatchObject({ healthy: true })
+    const logs = (await s.p.call("GET", `/v1/jobs/${id}/logs?tail=5`)).json.items
+    expect(logs.map((l: { task: number }) => l.task)).toEqual(Array.from({ length: 256 }, (_, i) => i))
+    const running = seen.tasks.find((t: { state: string }) => t.state === "RUNNING")
+    await until("a running shard's line", async () =>
+      (await s.p.call("GET", `/v1/jobs/${id}/logs?tasks=${running.index}`)).json.items[0].lines.includes(
+        `shard ${running.index}`,
+      ),
+    )
+  })
+
   test("one SSH connection serves many passes", { timeout: 60_000 }, async () => {
     const id = await s.submit("hpc", { command: ["sleep", "6"] })
     await until("the task to run", async () => (await task0(id)).state === "RUNNING", 30_000)

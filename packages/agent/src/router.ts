@@ -130,7 +130,10 @@ export const MaxBufferedBody = 1024 * 1024
 function bufferBody(req: IncomingMessage, then: (body: Buffer | undefined) => void): void {
   // No length and no chunked encoding: no body (a GET).
   const length = Number(req.headers["content-length"] ?? 0)
-  if (req.headers["transfer-encoding"] || !(length <= MaxBufferedBody)) return then(undefined)
+  if (req.headers["transfer-encoding"] || !(length <= MaxBufferedBody)) {
+    then(undefined)
+    return
+  }
   const chunks: Buffer[] = []
   req.on("data", (chunk: Buffer) => chunks.push(chunk))
   req.once("end", () => then(Buffer.concat(chunks)))

@@ -63,6 +63,12 @@ type SlurmConfig = BackendConfigOf<"slurm">
 
 const LogMarker = "@@swarmplane:log@@"
 
+/** How long a new job's first submission waits for all of its tasks to be written. */
+export const WholeJobWaitMs = 30_000
+
+/** Commands longer than this are sent on stdin (the kernel's limit on one argument is 128 KiB). */
+export const InlineCommandBytes = 32 * 1024
+
 /** `count` output tails from one command's stdout, split at the markers it printed before each. */
 export function splitLogs(stdout: string, count: number): string[][] {
   const out: string[][] = Array.from({ length: count }, () => [])
@@ -111,19 +117,25 @@ export function SlurmBackend(
     return lease.session
   }
 
-  /** One command on the login node; its success or failure is the backend's health. */
+  /**
+   * One command on the login node; its success or failure is the backend's health. A long command (a
+   * pass over a thousand tasks) goes to `sh` on stdin: sshd hands a command line to the shell as one
+   * argument, which Linux caps at 128 KiB.
+   */
   async function run(command: string, stdin?: string) {
+    const exec = (s: SshSession, text: string) =>
+      stdin === undefined && text.length > InlineCommandBytes ? s.exec("sh -s", text) : s.exec(text, stdin)
     try {
       const s = await ssh()
       let out: Awaited<ReturnType<SshSession["exec"]>>
       if (!version) {
-        const first = await s.exec(`squeue --version; ${command}`, stdin)
+        const first = await exec(s, `squeue --version; ${command}`)
         const [line = "", ...rest] = first.stdout.split("\n")
         version = parseVersion(line)
         if (version.major < 20)
           throw new BackendError(`Slurm ${line.trim()} is older than 20.02, which this backend needs`, false)
         out = { ...first, stdout: rest.join("\n") }
-      } else out = await s.exec(command, stdin)
+      } else out = await exec(s, command)
       if (!contact || contact.healthy) contact = { healthy: true }
       return out
     } catch (error) {
@@ -228,7 +240,22 @@ export function SlurmBackend(
         byJob.set(ref.job.id, [...(byJob.get(ref.job.id) ?? []), ref])
       }
       const assignments: ScheduleResult["assignments"] = []
+      const now = rt().clock.now()
       for (const refs of byJob.values()) {
+        // A new job's tasks are written in batches: one a pass sees half-written waits (briefly) for the
+        // rest, so the job goes out as one array.
+        const job = refs[0]!.job
+        const fresh =
+          Object.keys(job.counts).every((state) => state === "PENDING") &&
+          refs.every((ref) => ref.task.data.attempts.length === 0)
+        if (fresh && refs.length < job.spec.tasks && now - Date.parse(job.createdAt) < WholeJobWaitMs) {
+          for (const ref of refs)
+            pendingReasons.set(
+              `${job.id}/${ref.task.data.index}`,
+              "waiting for the job's tasks to be written",
+            )
+          continue
+        }
         const name = `${JOB_NAME_PREFIX}${newId("s", rt().clock.now())}`
         const ordered = refs.sort((a, b) => a.task.data.index - b.task.data.index)
         for (const [index, ref] of ordered.entries())

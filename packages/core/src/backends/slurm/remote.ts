@@ -44,7 +44,8 @@ export function reconcileCommand(
   progressFiles: { key: string; path: string }[] = [],
   extra: { outputDir?: string; serving?: string } = {},
 ): string {
-  const wanted = names.map(sh).join(" ")
+  // Job names swarmplane made (`sp-...`): anything else is not ours to ask about.
+  const wanted = names.filter((n) => /^[A-Za-z0-9_.-]+$/.test(n)).join(" ")
   const dir = sh(extra.outputDir ?? ".")
   const ours = arrayIds.filter((id) => /^\d+$/.test(id)).join(" ")
   return [
@@ -55,7 +56,8 @@ export function reconcileCommand(
     // Only the arrays of the attempts asked about: other finished jobs of the user are not our concern.
     `for j in $(printf '%s\\n' "$q" | awk -F'|' -v ours=${sh(` ${ours} `)} 'index(ours, " " ($2 != "" ? $2 : $1) " ") && $5 !~ /^(${Unfinished})$/ {print ($2 != "" ? $2 : $1)}' | sort -u); do scontrol show job -o "$j" 2>/dev/null; done`,
     `echo ${Section.sacct}`,
-    `gone=""; for n in ${wanted || '""'}; do [ -n "$n" ] || continue; printf '%s\\n' "$q" | grep -q "|$n|" || gone="$gone,$n"; done`,
+    // The names squeue no longer lists, in one awk (a grep per name costs a fork each: 100 ms per 20).
+    `gone=$(printf '%s\\n' "$q" | awk -F'|' -v want=${sh(wanted)} 'BEGIN { n = split(want, w, " ") } { seen[$4] = 1 } END { for (i = 1; i <= n; i++) if (!(w[i] in seen)) printf ",%s", w[i] }')`,
     `if [ -n "$gone" ]; then names="\${gone#,}"; ${historyCommand("$names")}; fi`,
     // What the tasks of submissions gone from the queue wrote when their command ended by itself.
     `echo ${Section.exit}`,
