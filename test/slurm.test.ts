@@ -3,77 +3,49 @@
  * of a local control plane: array jobs, exit codes and retries, cancel, time limits, adoption of a
  * duplicate submit, a swarm behind a router, and a changed host key.
  */
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createBackend } from "@swarmplane/core/backends/registry"
-import { SshSession } from "@swarmplane/core/backends/slurm/ssh"
 import { BackendConfig } from "@swarmplane/core/model/backend"
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from "vitest"
-import { type Plane, startPlane, until } from "./support/plane"
-import { privateKeyOf, slurmConnection } from "./support/slurm"
+import { type Plane, until } from "./support/plane"
+import { slurmConnection } from "./support/slurm"
+import { type SlurmPlane, slurmPlane } from "./support/slurm-plane"
 
 const connection = slurmConnection()
 const suite = connection ? describe : describe.skip
 
 suite("slurm backend on a real cluster", () => {
   const c = connection!
+  let s: SlurmPlane
   let p: Plane
   // The cluster's user cannot read this checkout (it may sit in a private folder): the agent goes to
   // the cluster as one file, as it would to a real one (`npm run build:agent`).
   const agentDir = mkdtempSync(join(tmpdir(), "swarmplane-agent-"))
   chmodSync(agentDir, 0o755)
   const agent = join(agentDir, "swarmplane-agent.mjs")
-  const config = (extra: Record<string, unknown> = {}) => ({
-    type: "slurm",
-    loginHost: c.host,
-    port: c.port,
-    user: c.user,
-    sshKeySecret: "slurm-key",
-    hostKey: c.hostKey,
-    partition: c.partition,
-    gpuPartition: c.gpuPartition,
-    timeLimit: "00:10:00",
-    agentCommand: [process.execPath, agent],
-    ...extra,
-  })
-  const ssh = () =>
-    new SshSession({
-      host: c.host,
-      port: c.port,
-      user: c.user,
-      privateKey: privateKeyOf(c),
-      hostKey: c.hostKey,
-      connectTimeoutS: 10,
-      commandTimeoutS: 60,
-    })
+  const config = (extra: Record<string, unknown> = {}) =>
+    s.config({ agentCommand: [process.execPath, agent], ...extra })
+  /** A command on the login node, as the cluster user (the shared session; close() is a no-op). */
+  const ssh = () => ({ exec: (command: string, stdin?: string) => s.login(command, stdin), close() {} })
 
   beforeAll(async () => {
     const { buildAgent } = await import("../scripts/build-agent.mjs")
     await buildAgent(agent)
-    p = await startPlane()
-    const secrets = join(p.dir, "data", "secrets", "default")
-    mkdirSync(secrets, { recursive: true })
-    writeFileSync(join(secrets, "slurm-key"), privateKeyOf(c), { mode: 0o600 })
+    s = await slurmPlane(c)
+    p = s.p
     expect((await p.call("POST", "/v1/backends", { id: "hpc", config: config() })).status).toBe(201)
   })
-  afterAll(() => p?.stop())
+  afterAll(async () => {
+    await s?.login(`scancel -u "$(id -un)"`).catch(() => undefined)
+    await s?.stop()
+  })
 
-  const job = async (id: string) => (await p.call("GET", `/v1/jobs/${id}`)).json
-  const submit = async (spec: Record<string, unknown>) => {
-    const res = await p.call("POST", "/v1/jobs", { backendId: "hpc", ...spec })
-    expect(res.status, JSON.stringify(res.json)).toBe(202)
-    return res.json.id as string
-  }
-  const finished = (id: string, timeoutMs = 60_000) =>
-    until(
-      `job ${id} to finish`,
-      async () => {
-        const j = await job(id)
-        return ["SUCCEEDED", "FAILED", "CANCELLED"].includes(j.status) && j
-      },
-      timeoutMs,
-    )
+  const job = (id: string) => s.job(id)
+  const submit = (spec: Record<string, unknown>) => s.submit("hpc", spec)
+  const finished = (id: string, timeoutMs?: number) => s.finished(id, timeoutMs)
+  const squeue = (name: string) => s.squeue(name)
   /** A 2-replica echo swarm on the cluster (listening on every address, so the router reaches it). */
   const createEchoSwarm = async (name: string) => {
     const res = await p.call("POST", "/v1/swarms", {
@@ -95,12 +67,6 @@ suite("slurm backend on a real cluster", () => {
       },
       150_000,
     )
-  const squeue = async (name: string) => {
-    const s = ssh()
-    const out = await s.exec(`squeue -h -t all -u "$(id -un)" --name=${name} -o '%i|%T'`)
-    s.close()
-    return out.stdout.trim().split("\n").filter(Boolean)
-  }
 
   test("a 4-task job runs as one array job and every task SUCCEEDS", { timeout: 90_000 }, async () => {
     const id = await submit({

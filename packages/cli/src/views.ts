@@ -159,7 +159,9 @@ export function taskTable(p: Paint, tasks: Task[]): string {
       const last = task.attempts.at(-1)
       // Why it waits (not placed yet, or queued on the cluster it was submitted to), else how it ended.
       const waiting = task.state === "PENDING" || task.state === "ASSIGNED"
-      const reason = waiting ? (task.pendingReason ?? last?.reason) : last?.reason
+      // How it ended says what the cluster said, when it said something (e.g. sbatch's refusal).
+      const ended = last?.reason && last.message ? `${last.reason}: ${last.message}` : last?.reason
+      const reason = waiting ? (task.pendingReason ?? ended) : ended
       return [task.index, state(p, task.state), task.attempts.length, last?.exitCode, reason]
     }),
   )

@@ -24,8 +24,21 @@ test("logs of several tasks are prefixed with the task index; one task is not", 
     "GET /v1/jobs/job-1/tasks/1/logs": () => ({
       body: { attemptUid: "a-1", lines: ["shard 1"], truncated: false },
     }),
+    // Several tasks come in one request (one command on a Slurm cluster).
+    "GET /v1/jobs/job-1/logs": ({ url }: { url: URL }) => ({
+      body: {
+        items: (url.searchParams.get("tasks") ?? "").split(",").map((i) => ({
+          task: Number(i),
+          attemptUid: `a-${i}`,
+          lines: [`shard ${i}`],
+          truncated: false,
+        })),
+      },
+    }),
   }
-  expect((await run(["job", "logs", "job-1"], { routes })).stdout).toBe("[0] shard 0\n[1] shard 1\n")
+  const all = await run(["job", "logs", "job-1"], { routes })
+  expect(all.stdout).toBe("[0] shard 0\n[1] shard 1\n")
+  expect(all.requests.map((r) => r.path)).toContain("/v1/jobs/job-1/logs?tail=100&tasks=0%2C1")
   expect((await run(["job", "logs", "job-1", "--task", "1"], { routes })).stdout).toBe("shard 1\n")
   const missing = await run(["job", "logs", "job-1", "--task", "5"], { routes })
   expect(missing.code).toBe(3)

@@ -105,7 +105,7 @@ function attemptsTable(task) {
         h("td", {}, code(a.attemptUid), i === last ? [" ", muted("current")] : null),
         h("td", {}, badge(a.state)),
         h("td", { class: "num" }, a.exitCode ?? dash()),
-        h("td", {}, a.reason || dash()),
+        h("td", {}, a.reason || dash(), a.message ? [" ", muted(a.message)] : null),
         h("td", {}, a.workerId || a.target || dash()),
         h("td", { class: "nowrap" }, clock(a.createdAt)),
         h("td", { class: "nowrap" }, clock(a.startedAt)),
