@@ -22,17 +22,17 @@ import type {
   TaskBackend,
   TaskRef,
 } from "../protocol"
+import { capacityOf, clusterStatus } from "./cluster"
+import { logsCommand, tailsOf } from "./logs"
 import { LostAfterMs, observeTasks, parseSubmission, parseTarget } from "./observe"
 import {
   JOB_NAME_PREFIX,
   latestSacctRecords,
-  parseQueueDepth,
   parseSacctCompletion,
   parseScontrolJobs,
-  parseSinfo,
-  parseSinfoNodes,
   parseSqueue,
   parseVersion,
+  type SinfoNode,
   type SlurmVersion,
 } from "./parse"
 import {
@@ -44,41 +44,21 @@ import {
   statusCommand,
   submitOrAdoptCommand,
 } from "./remote"
-import {
-  outputDirOf,
-  outputPath,
-  progressPath,
-  type Submission,
-  sbatchScript,
-  sh,
-  UnsafeValueError,
-} from "./script"
+import { outputDirOf, outputPath, progressPath, sbatchScript, sh, UnsafeValueError } from "./script"
 import { parseProbes, probeCommand, SlurmServing, servingNames, servingStatusFrom } from "./serving"
 import type { SshSession } from "./ssh"
 import { acquireSession } from "./ssh-pool"
+import { submissionOf, submitResult } from "./submission"
 
 export { LostAfterMs, parseSubmission, parseTarget }
 
 type SlurmConfig = BackendConfigOf<"slurm">
-
-const LogMarker = "@@swarmplane:log@@"
 
 /** How long a new job's first submission waits for all of its tasks to be written. */
 export const WholeJobWaitMs = 30_000
 
 /** Commands longer than this are sent on stdin (the kernel's limit on one argument is 128 KiB). */
 export const InlineCommandBytes = 32 * 1024
-
-/** `count` output tails from one command's stdout, split at the markers it printed before each. */
-export function splitLogs(stdout: string, count: number): string[][] {
-  const out: string[][] = Array.from({ length: count }, () => [])
-  let current = -1
-  for (const line of stdout.replace(/\n$/, "").split("\n")) {
-    if (line.startsWith(LogMarker)) current = Number(line.slice(LogMarker.length))
-    else if (current >= 0 && current < count) out[current]!.push(line)
-  }
-  return out
-}
 
 export function SlurmBackend(
   backend: Backend & { config: SlurmConfig },
@@ -153,47 +133,17 @@ export function SlurmBackend(
   })
 
   /** The launch of one submission: its script (checked), then submit-or-adopt in one exec. */
-  async function submit(
-    name: string,
-    refs: TaskRef[],
-  ): Promise<{ jobId: string; adopted: boolean } | { refused: string }> {
-    const job = refs[0]!.job
-    const entries = refs.map((ref) => {
-      const attempt = ref.task.data.attempts.at(-1)!
-      return {
-        index: parseSubmission(attempt.submission)!.index,
-        shard: ref.task.data.index,
-        attemptUid: attempt.attemptUid,
-      }
-    })
-    const swarm = job.spec.swarm ? await rt().repos.swarms.get(project, job.spec.swarm) : undefined
-    const sub: Submission = {
-      name,
-      entries,
-      nshards: job.spec.tasks,
-      resources: job.spec.resources,
-      ...(job.spec.timeLimitS !== undefined ? { timeLimitS: job.spec.timeLimitS } : {}),
-      env: { ...job.spec.env, ...(swarm?.url ? { SWARM_ENDPOINT: swarm.url } : {}) },
-      command: job.spec.command,
-      ...(job.spec.image ? { image: job.spec.image } : {}),
-      ...placement(job.spec.constraints),
-    }
+  async function submit(name: string, refs: TaskRef[]): Promise<ReturnType<typeof submitResult>> {
+    const swarm = refs[0]!.job.spec.swarm
+    const url = swarm ? (await rt().repos.swarms.get(project, swarm))?.url : undefined
     let script: string
     try {
-      script = sbatchScript(config, sub)
+      script = sbatchScript(config, submissionOf(name, refs, url))
     } catch (error) {
       if (error instanceof UnsafeValueError) return { refused: error.message }
       throw error
     }
-    const out = await run(submitOrAdoptCommand(name, outputDirOf(config)), script)
-    const adopted = /^adopted (\d+)/.exec(out.stdout.trim())?.[1]
-    const submitted = /^(\d+)(;\S+)?$/.exec(out.stdout.trim())?.[1]
-    const jobId = adopted ?? submitted
-    if (out.code !== 0 || !jobId)
-      return {
-        refused: `sbatch refused the job: ${(out.stderr || out.stdout).trim().split("\n").at(-1) ?? `exit ${out.code}`}`,
-      }
-    return { jobId, adopted: !!adopted }
+    return submitResult(await run(submitOrAdoptCommand(name, outputDirOf(config)), script))
   }
 
   return {
@@ -376,46 +326,22 @@ export function SlurmBackend(
       const out = await run(statusCommand())
       if (out.code !== 0)
         throw new BackendError(`sinfo failed on ${config.loginHost}: ${out.stderr.trim()}`, true)
-      const parts = sections(out.stdout)
-      const partitions = parseSinfo(parts.main)
-      const known = new Set(partitions.map((p) => p.name))
-      const missing = [
-        ...new Set([config.partition, ...(config.gpuPartition ? [config.gpuPartition] : [])]),
-      ].filter((name) => !known.has(name))
-      const message = missing.length
-        ? `partition ${missing.map((m) => `"${m}"`).join(", ")} does not exist on ${config.loginHost} (it has ${[...known].join(", ") || "none"}); fix the backend's partition`
-        : undefined
-      if (message) contact = { healthy: false, message }
-      return {
-        healthy: !message,
-        ...(message ? { message } : {}),
-        detail: {
-          version: version ? `${version.major}.${version.minor}.${version.patch}` : undefined,
-          partitions,
-          nodes: parseSinfoNodes(parts.nodes),
-          queue: parseQueueDepth(parts.queue),
-        },
-      }
+      const status = clusterStatus(
+        config,
+        out.stdout,
+        version ? `${version.major}.${version.minor}.${version.patch}` : undefined,
+      )
+      if (!status.healthy)
+        contact = { healthy: false, ...(status.message ? { message: status.message } : {}) }
+      return status
     },
 
     async autoscalerStatus() {
       return { groups: [] }
     },
 
-    /** Capacity of the cluster's nodes, each counted once (a node is often in several partitions). */
     async resourceCapacity() {
-      const status = await this.status()
-      const nodes = (status.detail.nodes ?? []) as ReturnType<typeof parseSinfoNodes>
-      const up = nodes.filter((n) => !/^(down|drain|drng|fail|maint|inval)/.test(n.state))
-      const sum = (f: (n: (typeof nodes)[number]) => number, of = nodes) => of.reduce((t, n) => t + f(n), 0)
-      return {
-        total: { cpu: sum((n) => n.cpus.total), memoryMiB: sum((n) => n.memoryMiB), gpu: sum((n) => n.gpus) },
-        free: {
-          cpu: sum((n) => n.cpus.idle, up),
-          memoryMiB: 0,
-          gpu: sum((n) => (n.cpus.allocated === 0 ? n.gpus : 0), up),
-        },
-      }
+      return capacityOf((await this.status()).detail.nodes as SinfoNode[])
     },
 
     runtimeImage: () => undefined,
@@ -441,30 +367,12 @@ export function SlurmBackend(
         const sub = parseSubmission(attempt?.submission)
         return {
           attemptUid: attempt?.attemptUid ?? "",
-          path: sub ? outputPath(config, sub.name, sub.index) : undefined,
+          ...(sub ? { path: outputPath(config, sub.name, sub.index) } : {}),
         }
       })
-      const wanted = files.filter((f) => f.path)
-      const out = wanted.length
-        ? await run(
-            wanted
-              .map((f, i) => `echo ${LogMarker}${i}; tail -n ${tail + 1} ${sh(f.path!)} 2>/dev/null || true`)
-              .join("\n"),
-          )
-        : { stdout: "" }
-      const texts = splitLogs(out.stdout, wanted.length)
-      const updatedAt = iso(rt().clock.now())
-      let next = 0
-      return files.map((f) => {
-        if (!f.path) return { attemptUid: f.attemptUid, lines: [], truncated: false }
-        const lines = texts[next++]!
-        return {
-          attemptUid: f.attemptUid,
-          lines: lines.slice(-tail),
-          truncated: lines.length > tail,
-          updatedAt,
-        }
-      })
+      const paths = files.flatMap((f) => (f.path ? [f.path] : []))
+      const out = paths.length ? await run(logsCommand(paths, tail)) : { stdout: "" }
+      return tailsOf(files, out.stdout, tail, iso(rt().clock.now()))
     },
 
     // No worker store: Slurm tracks its nodes.
@@ -505,16 +413,4 @@ export function SlurmBackend(
     },
     delete: (swarm) => serving.delete(swarm),
   }
-}
-
-/** A job's constraints as Slurm placement: `partition` picks the partition, `feature` adds `--constraint`. */
-function placement(constraints: TaskRef["job"]["spec"]["constraints"]): {
-  partition?: string
-  features: string[]
-} {
-  const partition = constraints.find((c) => c.key === "partition" && c.op === "eq")?.value
-  const features = constraints
-    .filter((c) => c.key === "feature" && c.op === "eq" && c.value)
-    .map((c) => c.value!)
-  return { ...(partition ? { partition } : {}), features }
 }
