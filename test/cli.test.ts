@@ -144,6 +144,99 @@ test("a swarm up, a sharded job against it, its logs, a batch job, and the swarm
   expect(JSON.parse(stopped.stdout)).toMatchObject({ phase: "STOPPED", desired: "deleted" })
 })
 
+test("a domyn-swarm file runs only on a backend of the type it names: none, one, or several", {
+  timeout: 60_000,
+}, async () => {
+  // As domyn-swarm's README writes them: a Slurm swarm and a Lepton swarm.
+  const slurmFile = file(
+    "domyn-slurm.yaml",
+    [
+      "model: Qwen/Qwen2.5-0.5B-Instruct",
+      "name: qwen-slurm",
+      "replicas: 1",
+      "gpus_per_replica: 1",
+      "backend:",
+      "  type: slurm",
+      "  partition: gpu",
+      "  time_limit: '01:00:00'",
+    ].join("\n"),
+  )
+  const leptonFile = file(
+    "domyn-lepton.yaml",
+    [
+      "model: Qwen/Qwen2.5-0.5B-Instruct",
+      "name: qwen-lepton",
+      "replicas: 1",
+      "backend:",
+      "  type: lepton",
+      "  resource_shape: gpu.1xh100-80gb",
+    ].join("\n"),
+  )
+  // The project has only its local workers: neither file may land there.
+  for (const [path, type] of [
+    [slurmFile, "slurm"],
+    [leptonFile, "lepton"],
+  ]) {
+    const res = await swarmplane(["up", "-f", path!])
+    expect(res.code, res.stderr).toBe(5)
+    expect(res.stderr).toMatch(
+      new RegExp(`no ${type} backend is registered in this project \\(it has local: workers\\)`),
+    )
+    expect(res.stderr).toMatch(/swarmplane backend add/)
+  }
+  expect((await swarmplane(["status", "qwen-slurm"])).code).toBe(3)
+
+  // One Slurm backend: the file goes there, without naming it.
+  const slurmBackend = (id: string) =>
+    file(
+      `${id}.yaml`,
+      [
+        `id: ${id}`,
+        "config:",
+        "  type: slurm",
+        "  loginHost: login.invalid",
+        "  user: svc",
+        "  sshKeySecret: no-such-key",
+        "  hostKey: SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "  partition: gpu",
+      ].join("\n"),
+    )
+  expect((await swarmplane(["backend", "add", "-f", slurmBackend("hpc-a")])).code).toBe(0)
+  const up = await swarmplane(["up", "-f", slurmFile, "-o", "json"])
+  expect(up.code, up.stderr).toBe(0)
+  expect(JSON.parse(up.stdout)).toMatchObject({
+    name: "qwen-slurm",
+    backendId: "hpc-a",
+    backendType: "slurm",
+  })
+
+  // Two: the error names both and the flag that picks one; the flag works.
+  expect((await swarmplane(["backend", "add", "-f", slurmBackend("hpc-b")])).code).toBe(0)
+  const two = await swarmplane(["up", "-f", slurmFile, "--name", "qwen-two"])
+  expect(two.code).toBe(5)
+  expect(two.stderr).toMatch(
+    /2 slurm backends \(hpc-a, hpc-b\); name one with backendId \(CLI: --backend ID\)/,
+  )
+  const picked = await swarmplane([
+    "up",
+    "-f",
+    slurmFile,
+    "--name",
+    "qwen-two",
+    "--backend",
+    "hpc-b",
+    "-o",
+    "json",
+  ])
+  expect(picked.code, picked.stderr).toBe(0)
+  expect(JSON.parse(picked.stdout)).toMatchObject({ backendId: "hpc-b" })
+  // A backend of another type is refused by name.
+  const wrong = await swarmplane(["up", "-f", slurmFile, "--name", "qwen-wrong", "--backend", "local"])
+  expect(wrong.code).toBe(5)
+  expect(wrong.stderr).toMatch(/backend "local" is a workers backend, but this asks for slurm/)
+  for (const name of ["qwen-slurm", "qwen-two"]) await swarmplane(["down", name, "--yes"])
+})
+
 describe("config validate, offline", () => {
   test("a broken file: every error with its path and position, exit 5", async () => {
     const broken = file(

@@ -83,6 +83,8 @@ export function hintFor(error: ApiError, keys: KeySource): string | undefined {
       return "register one with: swarmplane backend add -f backend.yaml"
     case "backend.ambiguous":
       return "name one with --backend ID, or backendId in the file (swarmplane backend list)"
+    case "backend.wrong_type":
+      return "name a backend of the type the file asks for with --backend ID (swarmplane backend list)"
     case "project.not_found":
       return "check the project name (swarmplane whoami shows your key's project)"
     case "auth.unauthorized":

@@ -58,6 +58,7 @@ const mapping: Record<string, { domyn: Record<string, unknown>; swarmplane: Reco
     },
     swarmplane: {
       backendId: "hpc-a",
+      backendType: "slurm",
       serving: { slurm: { partition: "gpu", timeLimit: "04:00:00", routerPort: 9000 } },
     },
   },
@@ -72,6 +73,7 @@ const mapping: Record<string, { domyn: Record<string, unknown>; swarmplane: Reco
       },
     },
     swarmplane: {
+      backendType: "lepton",
       env: { A: "1", B: "2", C: "3" },
       image: "vllm/vllm-openai:latest",
       serving: { lepton: { resourceShape: "gpu.8xh100-80gb" } },
@@ -79,11 +81,11 @@ const mapping: Record<string, { domyn: Record<string, unknown>; swarmplane: Reco
   },
   "backend lepton: the swarm's own image wins over endpoint.image": {
     domyn: { image: "mine:1", backend: { type: "lepton", endpoint: { image: "theirs:2" } } },
-    swarmplane: { image: "mine:1" },
+    swarmplane: { image: "mine:1", backendType: "lepton" },
   },
   "backend workers: fields pass through to serving.workers": {
     domyn: { backend: { type: "workers", backend_id: "local", scale_group: "gpu" } },
-    swarmplane: { backendId: "local", serving: { workers: { scaleGroup: "gpu" } } },
+    swarmplane: { backendId: "local", backendType: "workers", serving: { workers: { scaleGroup: "gpu" } } },
   },
   "top-level backend_id": { domyn: { backend_id: "local" }, swarmplane: { backendId: "local" } },
 }
@@ -149,7 +151,7 @@ test("fields swarmplane does itself are ignored with a warning", () => {
     wait_endpoint_s: 600,
     backend: { type: "slurm", requires_ray: false, endpoint: { nginx_image: "/x.sif" } },
   })
-  expect(body).toEqual(base)
+  expect(body).toEqual({ ...base, backendType: "slurm" })
   expect(issues.map((i) => [i.path.join("."), i.warning])).toEqual([
     ["gpus_per_node", true],
     ["nodes", true],

@@ -111,6 +111,8 @@ function mapBackend(
     return
   }
   const kind = type as ServingType
+  // The file says where it must run: the API never places it on a backend of another type.
+  put("backendType", kind, ["backend", "type"])
   const serving = isRecord(body.serving) ? body.serving : {}
   const options: Record<string, unknown> = isRecord(serving[kind]) ? { ...serving[kind] } : {}
   const apply = (rules: Record<string, Rule> | undefined, fields: Record<string, unknown>, at: Path) => {

@@ -15,6 +15,7 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
       .description("create a swarm from a file, or update it (swarmplane and domyn-swarm formats)")
       .requiredOption("-f, --file <file>", "swarm file, YAML or JSON (- reads stdin)")
       .option("--name <name>", "swarm name, instead of the file's")
+      .option("--backend <id>", "backend to run on, instead of the file's (or the only one of its type)")
       .option("--wait", "wait until the swarm is RUNNING, showing its progress")
       .option("--timeout <seconds>", "with --wait: give up after this long (exit 7)", integer(1), 600)
       .addOption(outputOption()),
@@ -23,37 +24,46 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
       "swarmplane up -f swarm.yaml --wait --timeout 900",
       "swarmplane up -f domyn-config.yaml --name llama --wait",
     ],
-  ).action(async (o: { file: string; name?: string; wait?: boolean; timeout: number }, cmd: Command) => {
-    const { format } = common(cmd)
-    const spec = await readSpec(ctx, o.file, "swarm", "swarmplane up")
-    const body = { ...spec.body, ...(o.name ? { name: o.name } : {}) }
-    const api = await client(ctx, cmd)
-    const { swarm, created } = await api.applySwarm(body as SwarmBody)
-    let result = swarm
-    if (o.wait)
-      result = await waitForSwarm(ctx, api, swarm.name, {
-        phase: "RUNNING",
-        timeoutS: o.timeout,
-        again: o.file === "-" ? `swarmplane status ${swarm.name}` : `swarmplane up -f ${o.file} --wait`,
-      })
-    if (format !== "table") return show(ctx, format, result, () => "")
-    if (!ctx.io.stdout.isTTY) return out(ctx, result.name)
-    const verb = created ? "created" : "applied"
-    if (o.wait)
-      out(
-        ctx,
-        `swarm "${result.name}" ${verb} and RUNNING: ${result.replicaStatus.ready}/${result.replicaStatus.total} replicas ready at ${result.url ?? "(no endpoint yet)"}`,
-      )
-    else {
-      out(ctx, `swarm "${result.name}" ${verb} (${result.phase})`)
-      note(
-        ctx,
-        ctx.err.dim(
-          `watch it with: swarmplane status ${result.name}, or wait with: swarmplane up -f ${o.file} --wait`,
-        ),
-      )
-    }
-  })
+  ).action(
+    async (
+      o: { file: string; name?: string; backend?: string; wait?: boolean; timeout: number },
+      cmd: Command,
+    ) => {
+      const { format } = common(cmd)
+      const spec = await readSpec(ctx, o.file, "swarm", "swarmplane up")
+      const body = {
+        ...spec.body,
+        ...(o.name ? { name: o.name } : {}),
+        ...(o.backend ? { backendId: o.backend } : {}),
+      }
+      const api = await client(ctx, cmd)
+      const { swarm, created } = await api.applySwarm(body as SwarmBody)
+      let result = swarm
+      if (o.wait)
+        result = await waitForSwarm(ctx, api, swarm.name, {
+          phase: "RUNNING",
+          timeoutS: o.timeout,
+          again: o.file === "-" ? `swarmplane status ${swarm.name}` : `swarmplane up -f ${o.file} --wait`,
+        })
+      if (format !== "table") return show(ctx, format, result, () => "")
+      if (!ctx.io.stdout.isTTY) return out(ctx, result.name)
+      const verb = created ? "created" : "applied"
+      if (o.wait)
+        out(
+          ctx,
+          `swarm "${result.name}" ${verb} and RUNNING: ${result.replicaStatus.ready}/${result.replicaStatus.total} replicas ready at ${result.url ?? "(no endpoint yet)"}`,
+        )
+      else {
+        out(ctx, `swarm "${result.name}" ${verb} (${result.phase})`)
+        note(
+          ctx,
+          ctx.err.dim(
+            `watch it with: swarmplane status ${result.name}, or wait with: swarmplane up -f ${o.file} --wait`,
+          ),
+        )
+      }
+    },
+  )
 
   examples(
     program

@@ -346,6 +346,43 @@ describe("bad input", () => {
     expect(many.json.error.message).toMatch(/local, other|other, local/)
   })
 
+  test("a job or swarm that names a backend type only ever goes to a backend of that type", async () => {
+    const api = await withBackend()
+    const slurm = (id: string) => ({
+      id,
+      config: {
+        type: "slurm",
+        loginHost: "login",
+        user: "svc",
+        sshKeySecret: "k",
+        hostKey: "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        partition: "gpu",
+      },
+    })
+    const before = api.store.writes()
+    const none = await api.call("POST", "/v1/jobs", { body: job({ backendType: "slurm" }) })
+    expect(none.status).toBe(400)
+    expect(none.json.error).toMatchObject({ code: "backend.none", details: [{ path: "backendType" }] })
+    expect(none.json.error.message).toMatch(
+      /no slurm backend is registered in this project \(it has local: workers\)/,
+    )
+    expect(api.store.writes()).toBe(before)
+    await api.call("POST", "/v1/backends", { body: slurm("hpc") })
+    const one = await api.call("POST", "/v1/jobs", { body: job({ backendType: "slurm" }) })
+    expect(one.status).toBe(202)
+    expect(one.json.backendId).toBe("hpc")
+    const wrong = await api.call("POST", "/v1/swarms", {
+      body: { name: "s", model: "echo", backendType: "slurm", backendId: "local" },
+    })
+    expect(wrong.json.error).toMatchObject({ code: "backend.wrong_type", details: [{ path: "backendId" }] })
+    await api.call("POST", "/v1/backends", { body: slurm("hpc-2") })
+    const two = await api.call("POST", "/v1/swarms", {
+      body: { name: "s", model: "echo", backendType: "slurm" },
+    })
+    expect(two.json.error.code).toBe("backend.ambiguous")
+    expect(two.json.error.message).toMatch(/2 slurm backends \(hpc, hpc-2\).*--backend ID/)
+  })
+
   test("unknown objects are 404 with a code per kind", async () => {
     const api = await withBackend()
     expect((await api.call("GET", "/v1/swarms/ghost")).json.error.code).toBe("swarm.not_found")

@@ -17,7 +17,7 @@ import {
   Timestamp,
 } from "./common"
 import { Limits } from "./limits"
-import { AttemptState, JobStatus, Priority, TaskState } from "./states"
+import { AttemptState, BackendType, JobStatus, Priority, TaskState } from "./states"
 
 /** A batch inference job: rows of a dataset sent to the swarm's endpoint, sharded over the tasks. */
 export const BatchSpec = z
@@ -118,7 +118,10 @@ const JobFields = z.object({
     "Swarm whose endpoint the tasks call; it reaches them as `SWARM_ENDPOINT`.",
   ),
   backendId: Name.optional().describe(
-    "Backend to run on; the swarm's, or the project's only backend, when absent.",
+    "Backend to run on; the swarm's, or the project's only backend (of `backendType`, when given), when absent.",
+  ),
+  backendType: BackendType.optional().describe(
+    "Type of backend the job must run on (`slurm`, `lepton`, `eks`, `workers`): never another type. With no `backendId`, the project's only backend of this type.",
   ),
   image: Image.optional().describe("Container image; the backend's default runtime when absent."),
   command: Command.describe(

@@ -7,7 +7,7 @@ import { z } from "@hono/zod-openapi"
 import { bytesAtMost, Command, Env, Image, Labels, Name, Timestamp } from "./common"
 import { Limits } from "./limits"
 import { noNul, oneLine, SlurmGrammarText, SlurmPartitionsPattern, SlurmTimePattern } from "./slurm-grammar"
-import { SwarmDesired, SwarmPhase } from "./states"
+import { BackendType, SwarmDesired, SwarmPhase } from "./states"
 
 const path = z
   .string()
@@ -143,7 +143,12 @@ export const SwarmSpec = z
     env: Env.default({}).describe("Environment of each replica."),
     port: z.number().int().min(1).max(65535).default(8000).describe("Port the model server listens on."),
     healthPath: path.default("/health").describe("Path that answers 200 when a replica is ready."),
-    backendId: Name.optional().describe("Backend to run on; the project's only backend when absent."),
+    backendId: Name.optional().describe(
+      "Backend to run on; the project's only backend (of `backendType`, when given) when absent.",
+    ),
+    backendType: BackendType.optional().describe(
+      "Type of backend the swarm must run on (`slurm`, `lepton`, `eks`, `workers`), e.g. from a domyn-swarm file's `backend.type`: never another type. With no `backendId`, the project's only backend of this type.",
+    ),
     serving: ServingOptions.default({}).describe("Backend-specific serving options."),
     autoscaling: Autoscaling.optional().describe("Replica autoscaling; a fixed `replicas` when absent."),
     labels: Labels.default({}).describe("Free-form labels."),

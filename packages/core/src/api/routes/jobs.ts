@@ -64,7 +64,7 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
           )
         backendId ??= swarm.backendId
       }
-      const backend = await resolveBackend(deps, caller.project, backendId)
+      const backend = await resolveBackend(deps, caller.project, backendId, "backendId", spec.backendType)
       const issues = jobSpecIssues(backend, spec)
       if (issues.length) throw new ValidationError(issues)
       const seed = c.get("idempotency")

@@ -62,7 +62,13 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
       requireRole(caller, "write")
       const spec = c.req.valid("json")
       const existing = await deps.repos.swarms.get(caller.project, spec.name)
-      const backend = await resolveBackend(deps, caller.project, spec.backendId ?? existing?.backendId)
+      const backend = await resolveBackend(
+        deps,
+        caller.project,
+        spec.backendId ?? existing?.backendId,
+        "backendId",
+        spec.backendType,
+      )
       const { swarm, created, changed } = await deps.repos.swarms.apply(caller.project, {
         ...spec,
         backendId: backend.id,
