@@ -75,6 +75,46 @@ describe("retries and budgets", () => {
     expect(done.tasks[0].failureCount).toBe(1)
   })
 
+  test("a task that cannot start backs off between attempts, and says why: the exit code and its last output", {
+    timeout: 60_000,
+  }, async () => {
+    const { id } = await pool([{}])
+    const jobId = await submit({
+      backendId: id,
+      command: ["sh", "-c", "echo loading the model; echo 'vllm: command not found' >&2; exit 127"],
+      maxRetriesFailure: 2,
+    })
+    const waiting = await until(
+      "the task to wait before its second attempt",
+      async () => {
+        const t = (await job(jobId)).tasks[0]
+        return t.state === "PENDING" && t.attempts.length === 1 && t.pendingReason && t
+      },
+      20_000,
+    )
+    expect(waiting.pendingReason).toMatch(
+      /^retrying after failure 1 of 3: exited with code 127; last output: loading the model \| vllm: command not found; next try at /,
+    )
+    expect(waiting.retryAt).toBeDefined()
+    const done = await finished(jobId, 45_000)
+    expect(done.status).toBe("FAILED")
+    const attempts = done.tasks[0].attempts as { createdAt: string; finishedAt: string; message: string }[]
+    expect(attempts).toHaveLength(3)
+    // 2 s, then 4 s between an attempt's end and the next one's start: not a tight loop.
+    expect(Date.parse(attempts[1]!.createdAt) - Date.parse(attempts[0]!.finishedAt)).toBeGreaterThanOrEqual(
+      2000,
+    )
+    expect(Date.parse(attempts[2]!.createdAt) - Date.parse(attempts[1]!.finishedAt)).toBeGreaterThanOrEqual(
+      4000,
+    )
+    expect(attempts[2]!.message).toMatch(/vllm: command not found/)
+    // Every attempt's output stays readable.
+    const first = (
+      await p.call("GET", `/v1/jobs/${jobId}/tasks/0/logs?attempt=${done.tasks[0].attempts[0].attemptUid}`)
+    ).json
+    expect(first.lines.join("\n")).toMatch(/vllm: command not found/)
+  })
+
   test("with a failure budget of 0 the job FAILS on the first non-zero exit", async () => {
     const { id } = await pool([{}])
     const done = await finished(

@@ -276,10 +276,14 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
       )
       work = await activeWork(rt, record)
     }
-    if (work.pending.length) {
+    // A task retried after a failure waits out its backoff (it keeps saying why and until when).
+    const ready = work.pending.filter(
+      (ref) => !ref.task.data.retryAt || Date.parse(ref.task.data.retryAt) <= now,
+    )
+    if (ready.length) {
       guard()
       const plan = await backend.schedule({
-        pending: work.pending,
+        pending: ready,
         live: work.live,
         unavailableWorkers: unavailable,
         mintAttemptUid: () => newId("a", rt.clock.now()),
@@ -312,7 +316,7 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
       // Why the rest wait: one reason per job (its tasks are alike), written only when it changes.
       const placed = new Set(plan.assignments.map((a) => `${a.ref.job.id}/${a.ref.task.data.index}`))
       const firstWaiting = new Map<string, TaskRef>()
-      for (const ref of work.pending)
+      for (const ref of ready)
         if (!placed.has(`${ref.job.id}/${ref.task.data.index}`) && !firstWaiting.has(ref.job.id))
           firstWaiting.set(ref.job.id, ref)
       for (const ref of firstWaiting.values()) {

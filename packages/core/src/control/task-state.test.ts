@@ -5,6 +5,7 @@ import {
   applyGangOutcome,
   applyOutcome,
   canTransition,
+  failureBackoffMs,
   MaxAttemptsKept,
   newTask,
   noteServing,
@@ -403,5 +404,44 @@ describe("what the substrate said, and what is still alive there", () => {
     expect(
       noteServing(again, { attemptUid: "a-0", submitFailure: { message: "x", retryAt: now } }, now).changed,
     ).toBe(false)
+  })
+})
+
+describe("failing attempts back off", () => {
+  test("2 s after the first failure, doubling, at most 5 min", () => {
+    expect([1, 2, 3, 8, 9, 20].map(failureBackoffMs)).toEqual([
+      2_000, 4_000, 8_000, 256_000, 300_000, 300_000,
+    ])
+  })
+
+  test("a retried task waits until retryAt and says why; its next placement clears both", () => {
+    const failed = applyOutcome(
+      task("RUNNING"),
+      {
+        kind: "failed",
+        attemptUid: "a-1",
+        reason: "start_failed",
+        exitCode: 127,
+        message: "exited with code 127",
+      },
+      policy,
+      now,
+    ).task
+    expect(failed).toMatchObject({ state: "PENDING", retryAt: "2026-01-01T00:00:12.000Z" })
+    expect(failed.pendingReason).toBe(
+      "retrying after failure 1 of 2: exited with code 127; next try at 2026-01-01T00:00:12.000Z",
+    )
+    const placed = applyOutcome(failed, { kind: "assigned", attemptUid: "a-2" }, policy, now).task
+    expect(placed.retryAt).toBeUndefined()
+    expect(placed.pendingReason).toBeUndefined()
+    // The last failure of the budget is final: no retry, no wait.
+    const final = applyOutcome(
+      { ...task("RUNNING"), failureCount: 1 },
+      { kind: "failed", attemptUid: "a-1", reason: "exit_code", exitCode: 1 },
+      policy,
+      now,
+    ).task
+    expect(final).toMatchObject({ state: "FAILED" })
+    expect(final.retryAt).toBeUndefined()
   })
 })

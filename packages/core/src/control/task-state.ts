@@ -23,6 +23,17 @@ import {
  */
 export const MaxAttemptsKept = 50
 
+/** How long a task waits before its next attempt after `failures` failures: 2 s doubling, at most 5 min. */
+export function failureBackoffMs(failures: number): number {
+  return Math.min(5 * 60_000, 2_000 * 2 ** Math.max(0, failures - 1))
+}
+
+/** Why a failed attempt ended, in words: its message, else its reason and exit code. */
+export function endedWhy(outcome: { reason: string; message?: string; exitCode?: number }): string {
+  if (outcome.message) return outcome.message
+  return outcome.exitCode !== undefined ? `${outcome.reason} (exit code ${outcome.exitCode})` : outcome.reason
+}
+
 /** The retry budgets of a job, as they apply to each of its tasks. */
 export interface RetryPolicy {
   maxRetriesFailure: number
@@ -120,7 +131,12 @@ export function applyOutcome(task: Task, outcome: Outcome, policy: RetryPolicy, 
         ...(outcome.submission ? { submission: outcome.submission } : {}),
       }
       return {
-        task: { ...base, state: "ASSIGNED", attempts: [...task.attempts, attempt].slice(-MaxAttemptsKept) },
+        task: {
+          ...base,
+          state: "ASSIGNED",
+          retryAt: undefined,
+          attempts: [...task.attempts, attempt].slice(-MaxAttemptsKept),
+        },
         changed: true,
         stop: [],
         retried: false,
@@ -169,8 +185,16 @@ export function applyOutcome(task: Task, outcome: Outcome, policy: RetryPolicy, 
       })
       const failureCount = task.failureCount + 1
       const retry = failureCount <= policy.maxRetriesFailure
+      // A retry waits, longer after each failure, so a task that cannot start does not loop.
+      const retryAt = new Date(Date.parse(nowIso) + failureBackoffMs(failureCount)).toISOString()
+      const backoff = retry
+        ? {
+            retryAt,
+            pendingReason: `retrying after failure ${failureCount} of ${policy.maxRetriesFailure + 1}: ${endedWhy(outcome)}; next try at ${retryAt}`,
+          }
+        : {}
       return {
-        task: { ...base, state: retry ? "PENDING" : "FAILED", attempts, failureCount },
+        task: { ...base, state: retry ? "PENDING" : "FAILED", attempts, failureCount, ...backoff },
         changed: true,
         stop: outcome.stop && current ? [current.attemptUid] : [],
         retried: retry,

@@ -320,6 +320,9 @@ export const Task = z
     attempts: z
       .array(Attempt)
       .describe("Tries of this task, oldest first (the last is current); the newest 50 are kept."),
+    retryAt: Timestamp.optional().describe(
+      "When a task sent back to PENDING after a failure may be placed again: failing attempts back off (2 s doubling, at most 5 min).",
+    ),
     failureCount: z.number().int().describe("Failures so far (against `maxRetriesFailure`)."),
     preemptionCount: z
       .number()

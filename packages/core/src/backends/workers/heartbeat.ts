@@ -19,6 +19,17 @@ import { NotFoundError } from "../../util/errors"
 
 const live = (t: Task) => t.state === "ASSIGNED" || t.state === "BUILDING" || t.state === "RUNNING"
 
+/** The last two non-empty lines of an output tail, each cut at 200 characters, joined by " | ". */
+export function lastLines(tail: string | undefined): string | undefined {
+  const lines = (tail ?? "")
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean)
+    .slice(-2)
+    .map((line) => (line.length > 200 ? `${line.slice(0, 200)}...` : line))
+  return lines.length ? lines.join(" | ") : undefined
+}
+
 function outcomeOf(task: Task, seen: ObservedAttempt, serving: boolean): Outcome | undefined {
   // A replica or router is meant to run until stopped: any exit, even 0, is a failure to restart.
   if (serving && seen.state === "SUCCEEDED")
@@ -34,14 +45,20 @@ function outcomeOf(task: Task, seen: ObservedAttempt, serving: boolean): Outcome
       return task.state === "RUNNING" ? undefined : { kind: "running", attemptUid: seen.attemptUid }
     case "SUCCEEDED":
       return { kind: "succeeded", attemptUid: seen.attemptUid, exitCode: seen.exitCode ?? 0 }
-    case "FAILED":
+    case "FAILED": {
+      // What the process said last is usually why (`sh: vllm: not found`): it goes into the reason.
+      const said = lastLines(seen.logTail)
+      const base =
+        seen.message ?? (seen.exitCode !== undefined ? `exited with code ${seen.exitCode}` : undefined)
+      const message = [base, said && `last output: ${said}`].filter(Boolean).join("; ")
       return {
         kind: "failed",
         attemptUid: seen.attemptUid,
         reason: seen.exitCode === undefined || seen.exitCode === 127 ? "start_failed" : "exit_code",
         ...(seen.exitCode !== undefined ? { exitCode: seen.exitCode } : {}),
-        ...(seen.message ? { message: seen.message } : {}),
+        ...(message ? { message } : {}),
       }
+    }
     case "KILLED":
       return { kind: "worker_failed", attemptUid: seen.attemptUid, reason: "stopped_by_worker" }
   }
