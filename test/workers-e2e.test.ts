@@ -310,6 +310,48 @@ describe("stale reports", () => {
 })
 
 describe("swarms", () => {
+  test("a swarm whose server cannot start says why while it retries, then FAILS with the reason and stops", {
+    timeout: 120_000,
+  }, async () => {
+    const { id } = await pool([{ cpu: 4 }])
+    const res = await p.call("POST", "/v1/swarms", {
+      name: "crashing",
+      model: "meta-llama/Llama-3.1-8B-Instruct",
+      replicas: 1,
+      memoryMiBPerReplica: 256,
+      command: ["sh", "-c", "echo 'vllm: command not found' >&2; exit 127"],
+      backendId: id,
+    })
+    expect(res.status).toBe(202)
+    const get = async () => (await p.call("GET", "/v1/swarms/crashing")).json
+    const retrying = await until(
+      "the swarm to say its replica is retrying",
+      async () => {
+        const sw = await get()
+        return (
+          /replica 0: retrying after failure \d+ of \d+: .*vllm: command not found/.test(sw.message ?? "") &&
+          sw
+        )
+      },
+      60_000,
+    )
+    expect(["PENDING", "INITIALIZING"]).toContain(retrying.phase)
+    const failed = await until(
+      "the swarm to fail",
+      async () => {
+        const sw = await get()
+        return sw.phase === "FAILED" && sw
+      },
+      100_000,
+    )
+    expect(failed.message).toMatch(
+      /^replica 0 keeps failing: 5 attempts in a row ended before it was ready; the last: exited with code 127; last output: vllm: command not found/,
+    )
+    // Torn down: nothing of it is left running, and delete ends it.
+    expect((await p.call("DELETE", "/v1/swarms/crashing")).status).toBe(202)
+    expect((await p.call("GET", "/v1/swarms/crashing?wait=STOPPED&timeoutS=20")).json.phase).toBe("STOPPED")
+  })
+
   test("an echo swarm serves through its router, a job runs against it, and delete stops every process", async () => {
     const { id } = await pool([{ cpu: 4 }, { cpu: 4 }])
     expect(

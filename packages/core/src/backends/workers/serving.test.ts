@@ -3,7 +3,7 @@ import { type Attempt, type Job, JobSpec, type Task } from "../../model/job"
 import type { JobStatus } from "../../model/states"
 import type { Swarm } from "../../model/swarm"
 import type { ServingStatus } from "../protocol"
-import { replicaCommand, servingJobId, servingStatus } from "./serving"
+import { CrashLoopAttempts, replicaCommand, servingJobId, servingStatus } from "./serving"
 
 const t0 = "2026-01-01T00:00:00.000Z"
 
@@ -247,5 +247,50 @@ describe("servingJobId", () => {
 
   test("generations of one swarm never share a job", () => {
     expect(servingJobId("llm", 1)).not.toBe(servingJobId("llm", 2))
+  })
+})
+
+describe("a crash-looping server", () => {
+  const failedAttempt = (n: number, extra: Partial<Attempt> = {}): Attempt => ({
+    attemptUid: `a-${n}`,
+    state: "FAILED",
+    reason: "start_failed",
+    exitCode: 127,
+    message: "exited with code 127; last output: vllm: command not found",
+    createdAt: t0,
+    finishedAt: t0,
+    ...extra,
+  })
+  const looping = (attempts: Attempt[]): Task => ({
+    ...pending(0, "retrying after failure 5 of 101: exited with code 127; next try at x"),
+    attempts,
+    failureCount: attempts.length,
+  })
+
+  test(`${CrashLoopAttempts} failed attempts in a row, none ready: FAILED, saying why`, () => {
+    const status = servingStatus(servingJob(1), [
+      looping([1, 2, 3, 4, 5].map((n) => failedAttempt(n))),
+      pending(1),
+    ])
+    expect(status).toMatchObject({ phase: "FAILED" })
+    expect(status.detail).toBe(
+      "replica 0 keeps failing: 5 attempts in a row ended before it was ready; the last: exited with code 127; last output: vllm: command not found",
+    )
+    expect(status.idle).toBeUndefined()
+  })
+
+  test("one of them ready (a server that served, then crashed): not a crash loop; the reason shows while it retries", () => {
+    const attempts = [1, 2, 3, 4, 5].map((n) => failedAttempt(n, n === 3 ? { ready: true } : {}))
+    const status = servingStatus(servingJob(1), [looping(attempts), running(1)])
+    expect(status.phase).toBe("INITIALIZING")
+    expect(status.detail).toMatch(/^0\/1 replicas ready; replica 0: retrying after failure 5 of 101/)
+  })
+
+  test("once its job is cancelled nothing runs: idle, so a teardown or a delete completes", () => {
+    const status = servingStatus(servingJob(1, "CANCELLED"), [
+      { ...looping([1, 2, 3, 4, 5].map((n) => failedAttempt(n))), state: "KILLED" },
+      ended(1, "KILLED"),
+    ])
+    expect(status).toMatchObject({ phase: "FAILED", idle: true })
   })
 })

@@ -89,6 +89,15 @@ export function Serving(rt: () => Runtime) {
   }
 }
 
+/** Failed attempts in a row, none of them ever ready, after which a serving task counts as crash-looping. */
+export const CrashLoopAttempts = 5
+
+/** Whether the task's last `CrashLoopAttempts` finished attempts all failed before they were ready. */
+function crashLoops(t: Task): boolean {
+  const ended = t.attempts.filter((a) => a.finishedAt).slice(-CrashLoopAttempts)
+  return ended.length === CrashLoopAttempts && ended.every((a) => a.state === "FAILED" && !a.ready)
+}
+
 const replicaState = (t: Task): string => {
   const attempt = t.attempts.at(-1)
   if (t.state === "RUNNING" && attempt?.ready) return "READY"
@@ -108,20 +117,35 @@ export function servingStatus(job: Job, tasks: Task[]): ServingStatus {
     ...(t.pendingReason ? { message: t.pendingReason } : {}),
   }))
   const ready = items.filter((i) => i.state === "READY").length
+  // Nothing of it runs or waits any more: a teardown is complete, whatever the phase.
+  const idle = isFinished(job.status) || sorted.every((t) => isTerminalTask(t.state))
   const replicaStatus = { ready, total: replicas, items }
+  const what = (t: Task) => (t.index === replicas ? "the router" : `replica ${t.index}`)
+  // A server that keeps failing before it is ever ready will not come up by itself: the swarm fails
+  // (and is torn down) instead of restarting it for hours, and says why.
+  const looping = sorted.find((t) => crashLoops(t))
+  if (looping) {
+    const last = looping.attempts.filter((a) => a.finishedAt).at(-1)
+    return {
+      phase: "FAILED",
+      detail: `${what(looping)} keeps failing: ${CrashLoopAttempts} attempts in a row ended before it was ready; the last: ${last?.message ?? last?.reason ?? "failed"}`,
+      replicas: replicaStatus,
+      generation: job.serving!.generation,
+      ...(idle ? { idle } : {}),
+    }
+  }
   const failed = sorted.find((t) => (FailedTaskStates as readonly TaskState[]).includes(t.state))
   if (failed) {
     const exit = failed.attempts.at(-1)?.exitCode
-    const what = failed.index === replicas ? "the router" : `replica ${failed.index}`
     return {
       phase: "FAILED",
-      detail: `${what} ${failed.state.toLowerCase()}${exit !== undefined ? ` (exit code ${exit})` : ""}${failed.pendingReason ? `: ${failed.pendingReason}` : ""}`,
+      detail: `${what(failed)} ${failed.state.toLowerCase()}${exit !== undefined ? ` (exit code ${exit})` : ""}${failed.pendingReason ? `: ${failed.pendingReason}` : ""}`,
       replicas: replicaStatus,
       generation: job.serving!.generation,
+      ...(idle ? { idle } : {}),
     }
   }
-  if (isFinished(job.status) || sorted.every((t) => isTerminalTask(t.state)))
-    return { phase: "STOPPED", replicas: replicaStatus, generation: job.serving!.generation }
+  if (idle) return { phase: "STOPPED", replicas: replicaStatus, generation: job.serving!.generation, idle }
   const routerAttempt = router?.attempts.at(-1)
   if (router?.state === "RUNNING" && routerAttempt?.ready && routerAttempt.endpoint && ready === replicas)
     return {
@@ -130,10 +154,12 @@ export function servingStatus(job: Job, tasks: Task[]): ServingStatus {
       replicas: replicaStatus,
       generation: job.serving!.generation,
     }
+  // Why a replica is not ready yet, when it says (a failure it is retrying after, a reason it waits).
+  const trouble = replicaTasks.find((t) => t.pendingReason && t.state === "PENDING")
   if (sorted.some((t) => t.state !== "PENDING"))
     return {
       phase: "INITIALIZING",
-      detail: `${ready}/${replicas} replicas ready`,
+      detail: `${ready}/${replicas} replicas ready${trouble ? `; ${what(trouble)}: ${trouble.pendingReason}` : ""}`,
       replicas: replicaStatus,
       generation: job.serving!.generation,
     }
