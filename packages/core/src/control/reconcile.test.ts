@@ -126,3 +126,57 @@ test("dead workers are pruned after the retention period", async () => {
   expect(report.error).toBeUndefined()
   expect(await rt.repos.workers.list("p", "pool")).toHaveLength(0)
 })
+
+test("a delegated backend that cannot be reached: unhealthy with the reason, its tasks unchanged, logged once over many passes", async () => {
+  const { createServer } = await import("node:net")
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const port = (server.address() as { port: number }).port
+  await new Promise<void>((resolve) => server.close(() => resolve())) // now nothing listens there
+  const clock = new FakeClock()
+  const logger = memoryLogger()
+  const key = (await import("node:crypto")).generateKeyPairSync("rsa", { modulusLength: 2048 })
+  const rt = createRuntime({
+    store: MemoryStore(),
+    queue: MemoryQueue({ clock }),
+    clock,
+    logger,
+    pepper: "p",
+    secrets: { get: async () => key.privateKey.export({ format: "pem", type: "pkcs1" }).toString() },
+  })
+  await rt.repos.backends.put(
+    "p",
+    "hpc",
+    BackendConfig.parse({
+      type: "slurm",
+      loginHost: "127.0.0.1",
+      port,
+      user: "svc",
+      sshKeySecret: "k",
+      hostKey: "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+      partition: "debug",
+    }),
+  )
+  const job = await rt.repos.jobs.create("p", "job-1", JobSpec.parse({ command: ["true"] }), "hpc")
+  // A task already on the cluster (submitted by an earlier pass): every pass asks Slurm about it.
+  await rt.repos.jobs.applyReports(job, [
+    { index: 0, outcome: { kind: "assigned", attemptUid: "a-1", submission: "sp-s-1#0" } },
+  ])
+  await rt.repos.jobs.applyReports(job, [{ index: 0, serving: { attemptUid: "a-1", target: "7_0" } }])
+  for (let i = 0; i < 3; i++) {
+    const pass = await reconcilePass(rt, (await rt.repos.backends.get("p", "hpc"))!, `t-${i}`)
+    expect(pass.error).toMatch(/connection refused/)
+    clock.advance(1000)
+  }
+  expect((await rt.repos.backends.get("p", "hpc"))!.status).toMatchObject({
+    healthy: false,
+    message: expect.stringContaining("connection refused"),
+  })
+  expect((await rt.repos.jobs.load("p", "job-1"))!.tasks[0]!.data).toMatchObject({
+    state: "ASSIGNED",
+    attempts: [{ attemptUid: "a-1", target: "7_0" }],
+  })
+  expect(
+    logger.entries.filter((e) => e.level === "warn" && e.message.startsWith("backend p/hpc")),
+  ).toHaveLength(1)
+})

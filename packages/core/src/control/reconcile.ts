@@ -21,6 +21,7 @@ import type { TaskReport } from "../store/jobs"
 import type { Lease } from "../store/leases"
 import { FencedError } from "../store/port"
 import { newId } from "../util/ids"
+import { warnOnChange } from "../util/log-on-change"
 import { activeWork } from "./active"
 import { reconcileSwarm } from "./serving"
 
@@ -212,10 +213,15 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
           swarms: work.swarms.map((s) => s.data),
           ...(lease.lastPassAt !== undefined ? { lastPassAt: lease.lastPassAt } : {}),
         })
+        warnOnChange(rt.logger, `backend ${record.project}/${record.id}`, undefined)
       } catch (error) {
         if (error instanceof FencedError || record.kind !== "delegated") throw error
         report.error = error instanceof Error ? error.message : String(error)
-        rt.logger.warn(`${record.project} backend ${record.id}: ${report.error}; tasks unchanged this pass`)
+        warnOnChange(
+          rt.logger,
+          `backend ${record.project}/${record.id}`,
+          `${report.error}; tasks unchanged until it answers`,
+        )
       }
     guard()
     // Requeue a worker's attempts only once its death is committed: a heartbeat that raced the mark wins.
@@ -247,8 +253,10 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
         await reconcileSwarm(rt, backend, swarm, fence)
       } catch (error) {
         if (error instanceof FencedError) throw error
-        rt.logger.warn(
-          `swarm ${swarm.data.name}: ${error instanceof Error ? error.message : String(error)}; retried next pass`,
+        warnOnChange(
+          rt.logger,
+          `swarm ${swarm.data.project}/${swarm.data.name}`,
+          `${error instanceof Error ? error.message : String(error)}; retried every pass`,
         )
       }
     }

@@ -4,11 +4,13 @@
  * nothing else, so an idle control plane costs almost nothing. A failing backend is reported in its
  * status and skipped; the others go on.
  */
+
 import { randomUUID } from "node:crypto"
 import { createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
 import type { Runtime } from "../runtime"
 import { ActiveIndex } from "../store/keys"
+import { warnOnChange } from "../util/log-on-change"
 import { activeWork } from "./active"
 import { type PassReport, reconcilePass } from "./reconcile"
 
@@ -49,7 +51,7 @@ async function eachBackend(
         return (await hasWork(rt, backend, scaling)) ? await visit(backend) : idle
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error)
-        rt.logger.warn(`backend ${backend.project}/${backend.id} skipped this tick: ${message}`)
+        warnOnChange(rt.logger, `backend ${backend.project}/${backend.id}`, `skipped: ${message}`)
         return { ...idle, error: message }
       }
     }),
