@@ -1,6 +1,7 @@
 import { expect, test } from "vitest"
 import { BackendConfig } from "../model/backend"
 import { JobSpec } from "../model/job"
+import { SwarmSpec } from "../model/swarm"
 import { MemoryQueue } from "../queue/memory"
 import { createRuntime } from "../runtime"
 import { MemoryStore } from "../store/memory"
@@ -163,6 +164,7 @@ test("a delegated backend that cannot be reached: unhealthy with the reason, its
     { index: 0, outcome: { kind: "assigned", attemptUid: "a-1", submission: "sp-s-1#0" } },
   ])
   await rt.repos.jobs.applyReports(job, [{ index: 0, serving: { attemptUid: "a-1", target: "7_0" } }])
+  await rt.repos.swarms.apply("p", { ...SwarmSpec.parse({ name: "llm", model: "echo" }), backendId: "hpc" })
   for (let i = 0; i < 3; i++) {
     const pass = await reconcilePass(rt, (await rt.repos.backends.get("p", "hpc"))!, `t-${i}`)
     expect(pass.error).toMatch(/connection refused/)

@@ -20,10 +20,11 @@ import type { Runtime } from "../runtime"
 import type { TaskReport } from "../store/jobs"
 import type { Lease } from "../store/leases"
 import { FencedError } from "../store/port"
+import { BackendError, VisibleError } from "../util/errors"
 import { newId } from "../util/ids"
 import { warnOnChange } from "../util/log-on-change"
 import { activeWork } from "./active"
-import { reconcileSwarm } from "./serving"
+import { noteUnreachable, reconcileSwarm } from "./serving"
 
 export interface PassReport {
   project: string
@@ -253,11 +254,17 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
         await reconcileSwarm(rt, backend, swarm, fence)
       } catch (error) {
         if (error instanceof FencedError) throw error
+        const message = error instanceof Error ? error.message : String(error)
         warnOnChange(
           rt.logger,
           `swarm ${swarm.data.project}/${swarm.data.name}`,
-          `${error instanceof Error ? error.message : String(error)}; retried every pass`,
+          `${message}; retried every pass`,
         )
+        // The cluster did not answer: the swarm says so (UNKNOWN, with the error) until it does.
+        if (error instanceof BackendError || error instanceof VisibleError)
+          await noteUnreachable(rt, swarm, message, fence).catch((e) => {
+            if (e instanceof FencedError) throw e
+          })
       }
     }
 

@@ -91,3 +91,25 @@ export async function reconcileSwarm(
     { from, reason, ...(next.message ? { message: next.message } : {}) },
   )
 }
+
+/**
+ * The swarm's backend could not be reached this pass: a live swarm is UNKNOWN, with the error as its
+ * message, until the backend answers again (FAILED and STOPPED swarms keep their phase).
+ */
+export async function noteUnreachable(
+  rt: Runtime,
+  indexed: StoredItem<Swarm>,
+  message: string,
+  fence: number,
+): Promise<void> {
+  const item = await rt.repos.store.get<Swarm>(Keys.swarm(indexed.data.project, indexed.data.name), {
+    consistent: true,
+  })
+  if (!item) return
+  const change = observe(item.data, { kind: "unreachable", detail: message }, iso(rt.clock.now()))
+  if (!change.changed) return
+  await rt.repos.swarms.save(
+    { ...item, data: change.swarm, fence },
+    { from: change.from, reason: "backend_unreachable", message },
+  )
+}
