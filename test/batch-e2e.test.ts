@@ -5,6 +5,7 @@
  * second attempt without redoing a checkpointed row (counted from the replicas' request logs), and an
  * endpoint failing 10% of requests with 429/500 still gets every row done.
  */
+import { execFileSync } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -186,7 +187,51 @@ describe("batch inference on the local control plane", () => {
     // part plus one row per worker, which blocks on a full buffer) and the requests in flight.
     const total = [...counts.values()].reduce((a, b) => a + b, 0)
     expect(total - 1000).toBeLessThanOrEqual(2 * (50 + 8 + 8))
+    // The second attempts say how many rows they sent again (at most what the replicas saw again).
+    const resent = job.tasks.reduce((n, t) => n + (t.attempts[1]?.progress?.resent ?? 0), 0)
+    expect(resent).toBeGreaterThan(0)
+    expect(resent).toBeLessThanOrEqual(total - 1000)
     await p.call("DELETE", "/v1/swarms/batch-resume")
+  })
+
+  test("a shard whose process is killed mid-run is retried by default and completes: every row once, rows re-sent reported", async () => {
+    const { replicas } = await swarm("batch-kill", ["--delay-ms", "20"])
+    const { file, rows } = input(1000, "k")
+    const output = join(scratch, "out-k")
+    const res = await p.call("POST", "/v1/jobs", {
+      name: "killed",
+      swarm: "batch-kill",
+      tasks: 1,
+      batch: { input: file, output, concurrency: 2, checkpointEvery: 50 },
+    })
+    expect(res.status, JSON.stringify(res.json)).toBe(202)
+    expect(res.json.spec.maxRetriesFailure).toBe(3)
+    const id = res.json.id as string
+    // Kill the runner itself (not its agent) once it is well under way, as an OOM killer would.
+    await until(
+      "the shard to be under way",
+      async () =>
+        ((await p.call("GET", `/v1/jobs/${id}`)).json.tasks[0].attempts[0]?.progress?.done ?? 0) >= 200,
+      60_000,
+    )
+    execFileSync("pkill", ["-KILL", "-f", `run-batch.*${output}`])
+    const job = await until(
+      `batch job ${id} to finish`,
+      async () => {
+        const j = (await p.call("GET", `/v1/jobs/${id}`)).json
+        return ["SUCCEEDED", "FAILED", "CANCELLED"].includes(j.status) && j
+      },
+      90_000,
+    )
+    expect(job.status).toBe("SUCCEEDED")
+    expect(job.tasks[0].attempts.map((a: { state: string }) => a.state)).toEqual(["FAILED", "SUCCEEDED"])
+    expectEveryRowOnce(merged(output, 1), rows)
+    const counts = await answered(replicas)
+    const again = [...counts.values()].reduce((a, b) => a + b, 0) - 1000
+    const resent = job.tasks[0].attempts[1].progress.resent ?? 0
+    expect(resent).toBeGreaterThan(0)
+    expect(resent).toBeLessThanOrEqual(again)
+    await p.call("DELETE", "/v1/swarms/batch-kill")
   })
 
   test("with the endpoint failing 10% of requests (429 and 500), every row completes and retries are counted", async () => {

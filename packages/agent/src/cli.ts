@@ -27,6 +27,7 @@ export interface ServerConfig {
 export interface EchoServerConfig extends ServerConfig {
   failRate?: number
   seed?: number
+  delayMs?: number
 }
 
 export interface RouterConfig extends ServerConfig {
@@ -151,6 +152,7 @@ export function parseEchoServer(args: string[], env: NodeJS.ProcessEnv): EchoSer
     host: { type: "string" },
     "fail-rate": { type: "string" },
     seed: { type: "string" },
+    "delay-ms": { type: "string" },
   })
   if (!v) return "help"
   const config: EchoServerConfig = {
@@ -163,6 +165,8 @@ export function parseEchoServer(args: string[], env: NodeJS.ProcessEnv): EchoSer
   if (failRate !== undefined) config.failRate = failRate
   const seed = number(v.seed, "--seed", { min: 0 })
   if (seed !== undefined) config.seed = seed
+  const delayMs = number(v["delay-ms"], "--delay-ms", { min: 0 })
+  if (delayMs !== undefined) config.delayMs = delayMs
   return config
 }
 

@@ -18,6 +18,8 @@ export interface EchoOptions {
   failRate?: number
   /** Seed of that randomness (the same seed gives the same sequence of failures). Default: random. */
   seed?: number
+  /** A service time: each `/v1/` request waits this long before it is answered. Default 0. */
+  delayMs?: number
 }
 
 export interface EchoServer {
@@ -49,14 +51,21 @@ export function createEchoServer(options: EchoOptions = {}): EchoServer {
     failRate: options.failRate ?? 0,
     random: mulberry32(options.seed ?? Math.floor(Math.random() * 2 ** 32)),
   }
+  const delayMs = options.delayMs ?? 0
   const server = createServer((req, res) => {
-    handle(req, res, state).catch((error: unknown) => {
-      const e =
-        error instanceof RequestError ? error : new RequestError(500, String(error), null, "server_error")
-      if (res.headersSent) res.destroy()
-      else
-        sendJson(res, e.status, { error: { message: e.message, type: e.type, param: e.param, code: null } })
-    })
+    const wait =
+      delayMs > 0 && req.url?.startsWith("/v1/")
+        ? new Promise<void>((resolve) => setTimeout(resolve, delayMs))
+        : Promise.resolve()
+    wait
+      .then(() => handle(req, res, state))
+      .catch((error: unknown) => {
+        const e =
+          error instanceof RequestError ? error : new RequestError(500, String(error), null, "server_error")
+        if (res.headersSent) res.destroy()
+        else
+          sendJson(res, e.status, { error: { message: e.message, type: e.type, param: e.param, code: null } })
+      })
   })
   return {
     server,

@@ -54,6 +54,7 @@ Options:
   --port P        port to listen on (default: $PORT, else a free port)
   --host H        address to listen on (default: $HOST, else 127.0.0.1)
   --fail-rate R   for tests: answer this fraction (0..1) of completions with 429 or 500 (default 0)
+  --delay-ms N    for tests: wait N ms before answering each /v1/ request (default 0)
   --seed N        seed of those failures, for a reproducible sequence
 
 Endpoints: GET /health, GET /v1/models, POST /v1/chat/completions, POST /v1/completions, GET /stats,
@@ -154,7 +155,7 @@ async function runWorker(args: string[], env: NodeJS.ProcessEnv): Promise<number
 async function runEchoServer(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const config = parseEchoServer(args, env)
   if (config === "help") return help(echoHelp)
-  const echo = createEchoServer({ failRate: config.failRate, seed: config.seed })
+  const echo = createEchoServer({ failRate: config.failRate, seed: config.seed, delayMs: config.delayMs })
   const port = await echo.listen(config.port, config.host)
   process.stdout.write(`listening on ${httpUrl(shownHost(config.host), port)}\n`)
   await untilSignal()

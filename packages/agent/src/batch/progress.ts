@@ -8,7 +8,9 @@
  * Counters, for the shard's `total` rows: `done` rows have a response (those of earlier attempts
  * included), `failed` rows were written with an error by this attempt, so `total - done - failed`
  * are still to do; `skipped` rows were found done in earlier parts and not sent again; `retries`
- * counts the requests this attempt repeated (429, 5xx, timeouts, connection errors).
+ * counts the requests this attempt repeated (429, 5xx, timeouts, connection errors); `sent` rows have
+ * been sent to the endpoint (answered or not, earlier attempts' skipped rows included); `resent` rows
+ * are ones an earlier attempt had sent but not checkpointed when it ended, which this one sends again.
  */
 import { type OutputStore, writeFileAtomic } from "./output-store"
 
@@ -28,6 +30,8 @@ export interface BatchProgress {
   failed: number
   retries: number
   skipped: number
+  sent: number
+  resent: number
   /** ISO 8601. */
   updatedAt: string
 }
@@ -45,4 +49,19 @@ export async function writeProgress(
   const text = `${JSON.stringify(progress)}\n`
   await store.write(progressName(shardDir), text)
   if (extraFile) await writeFileAtomic(extraFile, text)
+}
+
+/** The shard's progress document as the last attempt left it; undefined when there is none or it is not one. */
+export async function readProgress(
+  store: OutputStore,
+  shardDir: string,
+): Promise<Partial<BatchProgress> | undefined> {
+  const text = await store.read(progressName(shardDir))
+  if (!text) return undefined
+  try {
+    const doc: unknown = JSON.parse(text)
+    return typeof doc === "object" && doc !== null ? (doc as Partial<BatchProgress>) : undefined
+  } catch {
+    return undefined
+  }
 }

@@ -68,6 +68,10 @@ describe("runBatch", () => {
     const second = await runBatch({ ...first, failAfter: undefined, attemptUid: "a2" }, { log: silentLogger })
     expect(second.outcome).toBe("succeeded")
     expect(second.progress).toMatchObject({ total: 400, done: 400, skipped: doneFirst })
+    // What the first had sent past its last checkpoint, this one sent again, and says so: as far as the
+    // first's last progress document knew (it is written at checkpoints and every 2 s), so never more.
+    expect(second.progress.resent).toBeGreaterThan(0)
+    expect(second.progress.resent).toBeLessThanOrEqual(crashed.progress.sent - doneFirst)
     const out = lines(join(first.output, "shard-0.jsonl"))
     expect(out.map((l) => l.id)).toEqual(rows.map((r) => String(r.id)))
     // The second attempt asked only for the rows the first did not checkpoint: none was done twice.

@@ -13,10 +13,13 @@ import { mergeParts, nextSeq, PartWriter, type ResultRow, readParts, runIdOf, sh
 import { endpointClient, type RetryPolicy, StoppedError } from "./client"
 import { type InputFormat, openSource } from "./input"
 import { type OutputStore, openOutput } from "./output-store"
-import { type BatchProgress, type ProgressState, writeProgress } from "./progress"
+import { type BatchProgress, type ProgressState, readProgress, writeProgress } from "./progress"
 import { type Api, ApiPath, type BatchRow, MessagesColumn, requestBody } from "./rows"
 import { selectShard } from "./select"
 import type { ShardBy } from "./shard"
+
+/** How often the progress document is written between checkpoints while rows are sent. */
+export const ProgressEveryMs = 2_000
 
 export interface BatchConfig {
   input: string
@@ -95,6 +98,13 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
     columns,
   ).finally(() => source.close())
   const todo = rows.filter((r) => !earlier.winners.get(r.id)?.ok)
+  // Rows an earlier attempt had sent but not checkpointed when it ended: this attempt sends them again.
+  const before = await readProgress(store, dir)
+  const skipped = rows.length - todo.length
+  const resent =
+    before && before.runId !== runId
+      ? Math.max(0, Math.min(todo.length, (before.sent ?? before.done ?? 0) - skipped))
+      : 0
   const progress: BatchProgress = {
     shardId: config.shardId,
     nshards: config.nshards,
@@ -104,7 +114,9 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
     done: rows.length - todo.length,
     failed: 0,
     retries: 0,
-    skipped: rows.length - todo.length,
+    skipped,
+    sent: skipped,
+    resent,
     updatedAt: new Date().toISOString(),
   }
   const report = async (state: ProgressState) => {
@@ -113,7 +125,7 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
     await writeProgress(store, dir, progress, config.progressFile)
   }
   log.info(
-    `${label}: ${rows.length} of ${inputRows} rows (${config.shardBy}), ${progress.skipped} done by earlier attempts, ${todo.length} to do; run ${runId}`,
+    `${label}: ${rows.length} of ${inputRows} rows (${config.shardBy}), ${progress.skipped} done by earlier attempts, ${todo.length} to do${resent ? ` (${resent} sent before but not checkpointed: sent again)` : ""}; run ${runId}`,
   )
   await report("running")
 
@@ -123,6 +135,8 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
   options.signal?.addEventListener("abort", onAbort, { once: true })
   let injected = false
   let closeClient = () => {}
+  let stopTicker = () => {}
+  let ended = false
   try {
     if (todo.length > 0) {
       const client = endpointClient({
@@ -187,6 +201,7 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
       const worker = async () => {
         while (!stop.signal.aborted && next < todo.length) {
           const row = todo[next++] as BatchRow
+          progress.sent++
           let result: ResultRow
           try {
             result = await send(row)
@@ -198,6 +213,14 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
           if (buffer.length >= config.checkpointEvery) await checkpoint()
         }
       }
+      // Between checkpoints too, so what was sent is known within a couple of seconds after a crash.
+      const ticker = setInterval(() => {
+        flushing = flushing.then(() =>
+          ended || injected || stop.signal.aborted ? undefined : report("running"),
+        )
+      }, ProgressEveryMs)
+      ticker.unref()
+      stopTicker = () => clearInterval(ticker)
       const workers = Array.from({ length: Math.min(config.concurrency, todo.length) }, () =>
         worker().catch((error: unknown) => {
           stop.abort()
@@ -205,12 +228,15 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
         }),
       )
       await Promise.all(workers)
+      ended = true
+      stopTicker()
       await checkpoint()
     }
   } catch (error) {
     // A stop while the model was being looked up; anything else is the run's failure.
     if (!(error instanceof StoppedError)) throw error
   } finally {
+    stopTicker()
     options.signal?.removeEventListener("abort", onAbort)
     closeClient()
   }

@@ -59,16 +59,16 @@ describe("rowTotals", () => {
 test("a row per shard with its state and rows, then the total", () => {
   const job = withProgress(running(["SUCCEEDED", "RUNNING", "PENDING"]), [
     { total: 1250, done: 1250, failed: 0, retries: 3 },
-    { total: 1250, done: 600, failed: 2, retries: 0 },
+    { total: 1250, done: 600, failed: 2, retries: 0, resent: 40 },
   ])
   const text = statusView(paint(false), job, false)
   expect(text.slice(text.indexOf("SHARD"))).toBe(
     [
-      "SHARD   STATE       DONE   FAILED   TOTAL   RETRIES",
-      "0       SUCCEEDED   1250   0        1250    3",
-      "1       RUNNING     600    2        1250    0",
-      "2       PENDING     -      -        -       -",
-      "Rows: 1850 done, 2 failed, 3 retries",
+      "SHARD   STATE       ATTEMPTS   DONE   FAILED   TOTAL   RE-SENT   RETRIES",
+      "0       SUCCEEDED   1          1250   0        1250    -         3",
+      "1       RUNNING     1          600    2        1250    40        0",
+      "2       PENDING     0          -      -        -       -         -",
+      "Rows: 1850 done, 2 failed, 40 re-sent on retry, 3 retries",
       "",
     ].join("\n"),
   )
@@ -83,7 +83,7 @@ test("many shards: the unfinished ones are listed, all are in the total", () => 
     states.map(() => ({ total: 10, done: 10, failed: 0 })),
   )
   const text = statusView(paint(false), job, false)
-  expect(text.match(/^\d+\s+RUNNING\s+10\s+0\s+10\s+-$/gm)).toHaveLength(5)
+  expect(text.match(/^\d+\s+RUNNING\s+1\s+10\s+0\s+10\s+-\s+-$/gm)).toHaveLength(5)
   expect(text).toContain("... 55 more shards not shown (in the total)\n")
   expect(text).toMatch(/^Rows: 600\/600 done \(100%\), 0 failed$/m)
 })
@@ -124,7 +124,7 @@ test("job status: unchanged without progress; with it, shards in the table and a
   expect(before.stdout).not.toMatch(/^Results:/m)
   expect(table.stdout).toMatch(/^Input:\s+s3:\/\/data\/rows\.jsonl$/m)
   expect(table.stdout).toMatch(/^Results:\s+\/shared\/out\/shard-<n>\.jsonl$/m)
-  expect(table.stdout).toMatch(/^1\s+SUCCEEDED\s+1\s+1\s+2\s+-$/m)
+  expect(table.stdout).toMatch(/^1\s+SUCCEEDED\s+1\s+1\s+1\s+2\s+-\s+-$/m)
   expect(table.stdout).toMatch(/^Rows: 4\/5 done \(80%\), 1 failed, 1 retry\n$/m)
 
   const json = await run(["job", "status", "job-2", "-o", "json"], { routes })

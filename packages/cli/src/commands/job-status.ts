@@ -93,16 +93,30 @@ export function statusView(p: Paint, job: JobDetail, terminal: boolean): string 
   const shown = interesting.slice(0, ShardRows)
   const rows = table(
     p,
-    ["shard", "state", "done", "failed", "total", "retries"],
+    ["shard", "state", "attempts", "done", "failed", "total", "re-sent", "retries"],
     shown.map((task) => {
       const now = progressOf(task)
-      return [task.index, state(p, task.state), now?.done, now?.failed, now?.total, now?.retries]
+      return [
+        task.index,
+        state(p, task.state),
+        task.attempts.length,
+        now?.done,
+        now?.failed,
+        now?.total,
+        resentOf(task) || undefined,
+        now?.retries,
+      ]
     }),
   )
   const hidden = job.tasks.length - shown.length
   const more = hidden > 0 ? p.dim(`... ${hidden} more shards not shown (in the total)\n`) : ""
   const partial = job.tasksNextCursor ? ` (first ${job.tasks.length} shards)` : ""
   return `${view}\n${rows}${more}${p.bold("Rows:")} ${rowsText(totals)}${partial}\n`
+}
+
+/** Rows a task's attempts sent again because an earlier attempt had not checkpointed them. */
+export function resentOf(task: Task): number {
+  return task.attempts.reduce((n, a) => n + (a.progress?.resent ?? 0), 0)
 }
 
 /** What the latest attempt of a task reported of its work, if anything. */
@@ -116,6 +130,8 @@ export interface RowTotals {
   /** Unknown while any shard has not reported its total. */
   total?: number
   retries?: number
+  /** Rows sent again by retried attempts (sent, not checkpointed, by the attempt before). */
+  resent?: number
 }
 
 /** The rows of all shards, from their latest attempts; undefined when no attempt reports progress. */
@@ -128,16 +144,19 @@ export function rowTotals(job: JobDetail): RowTotals | undefined {
     sum.failed += now?.failed ?? 0
     sum.total = now?.total === undefined || sum.total === undefined ? undefined : sum.total + now.total
     if (now?.retries !== undefined) sum.retries = (sum.retries ?? 0) + now.retries
+    const resent = resentOf(task)
+    if (resent) sum.resent = (sum.resent ?? 0) + resent
   }
   return sum
 }
 
-/** `1200/5000 done (24%), 3 failed, 17 retries`: without the total while it is unknown. */
+/** `1200/5000 done (24%), 3 failed, 40 re-sent on retry, 17 retries`: without the total while it is unknown. */
 export function rowsText(t: RowTotals): string {
   const done =
     t.total === undefined
       ? `${t.done} done`
       : `${t.done}/${t.total} done${t.total ? ` (${Math.floor((t.done / t.total) * 100)}%)` : ""}`
   const retries = t.retries === undefined ? "" : `, ${t.retries} ${t.retries === 1 ? "retry" : "retries"}`
-  return `${done}, ${t.failed} failed${retries}`
+  const resent = t.resent ? `, ${t.resent} re-sent on retry` : ""
+  return `${done}, ${t.failed} failed${resent}${retries}`
 }

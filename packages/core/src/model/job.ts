@@ -201,6 +201,9 @@ const JobFields = z.object({
   ),
 })
 
+/** Retries of a batch job's shards when the request gives none: a lost shard resumes from its checkpoint. */
+export const BatchRetriesDefault = 3
+
 /** The checks of a whole job that no one field can make: its size, and a failure budget within its tasks. */
 function checkWhole(spec: { tasks: number; maxTaskFailures: number }, ctx: z.RefinementCtx): void {
   bytesAtMost(Limits.specBytes)(spec, ctx)
@@ -223,6 +226,15 @@ export const JobRequest = JobFields.extend({
   command: Command.optional().describe(
     "Command as an argv array; built from `batch` when that is given, required otherwise.",
   ),
+  maxRetriesFailure: z
+    .number()
+    .int()
+    .min(0)
+    .max(100)
+    .optional()
+    .describe(
+      `Retries of a task after it fails: ${BatchRetriesDefault} for a batch job (its shards resume from their checkpoints, so a retry is cheap), else 0.`,
+    ),
 })
   .strict()
   .superRefine((spec, ctx) => {
@@ -250,9 +262,13 @@ export const JobRequest = JobFields.extend({
   .openapi("JobRequest")
 export type JobRequest = z.infer<typeof JobRequest>
 
-/** The stored spec of a request: a batch job's command is its runner's. */
+/** The stored spec of a request: a batch job's command is its runner's, and its shards retry by default. */
 export function specOf(request: JobRequest): JobSpec {
-  return { ...request, command: request.command ?? batchCommand(request.batch!) }
+  return {
+    ...request,
+    command: request.command ?? batchCommand(request.batch!),
+    maxRetriesFailure: request.maxRetriesFailure ?? (request.batch ? BatchRetriesDefault : 0),
+  }
 }
 
 export const Attempt = z
@@ -297,6 +313,11 @@ export const Attempt = z
         done: z.number().int().describe("Items done."),
         failed: z.number().int().describe("Items that failed for good."),
         retries: z.number().int().optional().describe("Requests retried so far."),
+        resent: z
+          .number()
+          .int()
+          .optional()
+          .describe("Items an earlier attempt had sent but not checkpointed, which this one sent again."),
       })
       .optional()
       .describe("What the attempt reported of its work (rows of a batch shard)."),

@@ -23,7 +23,9 @@ export function progressCounters(doc: unknown): Progress | undefined {
   const out: Progress = { done, failed: count(d.failed) ?? 0 }
   const total = count(d.total)
   const retries = count(d.retries)
+  const resent = count(d.resent)
   if (total !== undefined) out.total = total
   if (retries !== undefined) out.retries = retries
+  if (resent) out.resent = resent
   return out
 }

@@ -64,6 +64,12 @@ export const Progress = z
     done: z.number().int().min(0).describe("Items done."),
     failed: z.number().int().min(0).describe("Items that failed for good."),
     retries: z.number().int().min(0).optional().describe("Requests retried so far."),
+    resent: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe("Items an earlier attempt had sent but not checkpointed, which this one sent again."),
   })
   .strict()
   .openapi("Progress")
