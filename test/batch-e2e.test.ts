@@ -136,6 +136,29 @@ describe("batch inference on the local control plane", () => {
     const progress = job.tasks.map((t) => t.attempts.at(-1)?.progress)
     expect(progress.every((pr) => pr && pr.done === pr.total && pr.failed === 0)).toBe(true)
     expect(progress.reduce((sum, pr) => sum + (pr?.done ?? 0), 0)).toBe(1000)
+
+    // The same output again with changed prompts: refused, nothing sent, the old results untouched.
+    const changed = join(mkdtempSync(join(scratch, "in-")), "rows.jsonl")
+    writeFileSync(
+      changed,
+      rows.map((r) => `${JSON.stringify({ ...r, prompt: `changed ${r.prompt}` })}\n`).join(""),
+    )
+    const refused = await runJob({
+      name: "rerun",
+      swarm: "batch-echo",
+      tasks: 4,
+      maxRetriesFailure: 0,
+      batch: { input: changed, output, concurrency: 8, checkpointEvery: 50 },
+    })
+    expect(refused.status).toBe("FAILED")
+    const why = (refused.tasks as { attempts: { message?: string }[] }[]).map(
+      (t) => t.attempts.at(-1)?.message ?? "",
+    )
+    expect(why.join("\n")).toMatch(
+      /the output holds results of another input or request for shard \d: pass --overwrite to start it over there, or choose another --output \(input /,
+    )
+    expect([...(await answered(replicas)).keys()].filter((q) => q.startsWith("changed"))).toEqual([])
+    expectEveryRowOnce(merged(output, 4), rows)
     await p.call("DELETE", "/v1/swarms/batch-echo")
   })
 

@@ -86,9 +86,10 @@ export function nextSeq(parts: readonly string[], runId: string): number {
 export async function readParts(
   store: OutputStore,
   dir: string,
-  { keepLines = false } = {},
+  { keepLines = false, skip }: { keepLines?: boolean; skip?: ReadonlySet<string> } = {},
 ): Promise<{ winners: Map<string, Winner>; parts: string[]; unreadable: number }> {
-  const parts = await listParts(store, dir)
+  // Parts set aside by an `--overwrite` (see fingerprint.ts) are never read.
+  const parts = (await listParts(store, dir)).filter((name) => !skip?.has(name))
   const winners = new Map<string, Winner>()
   let unreadable = 0
   // Read a few parts ahead (S3 round trips), but apply them in name order: ties go to the later part.
@@ -158,6 +159,7 @@ export async function mergeParts(
   store: OutputStore,
   shardId: number,
   order: readonly string[],
+  skip?: ReadonlySet<string>,
 ): Promise<{
   name: string
   where: string
@@ -167,7 +169,10 @@ export async function mergeParts(
   missing: number
   stale: number
 }> {
-  const { winners } = await readParts(store, shardDir(shardId), { keepLines: true })
+  const { winners } = await readParts(store, shardDir(shardId), {
+    keepLines: true,
+    ...(skip ? { skip } : {}),
+  })
   const lines: string[] = []
   let done = 0
   let failed = 0

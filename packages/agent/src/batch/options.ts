@@ -32,6 +32,8 @@ Options:
   --backoff-initial-ms MS   first backoff, doubled per retry, with jitter (default 500)
   --backoff-max-ms MS       backoff cap (default 30000); Retry-After is honoured
   --checkpoint-every N      rows per checkpoint part (default 100)
+  --overwrite               start the shard over when its output holds results of another input or
+                            request (without it, that refuses; the same input and request resume)
   --endpoint URL            overrides $SWARM_ENDPOINT
 
 Environment:
@@ -42,7 +44,8 @@ Environment:
 
 Output (in DIR, or under the S3 prefix; a retried shard resumes from the parts there):
   shard-<ID>/part-<ATTEMPT_UID>-<seq>.jsonl   checkpoints: {id, request, response, usage, error, finishedAt}
-  shard-<ID>/progress.json                    {total, done, failed, retries, skipped, updatedAt, ...}
+  shard-<ID>/fingerprint.json                 the input and request its parts answer
+  shard-<ID>/progress.json                    {total, done, failed, retries, skipped, sent, resent, ...}
   shard-<ID>/done.json                        written at the end
   shard-<ID>.jsonl                            every row of the shard, in input order
 
@@ -70,6 +73,7 @@ export function parseRunBatch(args: string[], env: NodeJS.ProcessEnv): BatchConf
     "backoff-initial-ms": { type: "string" },
     "backoff-max-ms": { type: "string" },
     "checkpoint-every": { type: "string" },
+    overwrite: { type: "boolean" },
     endpoint: { type: "string" },
   })
   if (!v) return "help"
@@ -123,6 +127,7 @@ export function parseRunBatch(args: string[], env: NodeJS.ProcessEnv): BatchConf
     attemptUid: str(env.ATTEMPT_UID),
     progressFile: str(env[ProgressVariable]),
     failAfter,
+    overwrite: v.overwrite === true ? true : undefined,
   }
   for (const [key, value] of Object.entries(optional))
     if (value !== undefined) Object.assign(config, { [key]: value })

@@ -70,6 +70,7 @@ describe("runBatch --output s3://", () => {
     expect(names.filter((n) => !parts.includes(n))).toEqual([
       "shard-1.jsonl",
       "shard-1/done.json",
+      "shard-1/fingerprint.json",
       "shard-1/progress.json",
     ])
     expect(JSON.parse(object(`${out}/shard-1/done.json`) ?? "")).toMatchObject({
@@ -133,11 +134,11 @@ describe("runBatch --output s3://", () => {
   const failures: Record<string, [string, RegExp]> = {
     "a missing bucket": [
       "s3://nobucket/out",
-      /^--output s3:\/\/nobucket\/out: NoSuchBucket on ListObjectsV2 of s3:\/\/nobucket\/out\/shard-0\/: the bucket does not exist/,
+      /^--output s3:\/\/nobucket\/out: NoSuchBucket on GetObject of s3:\/\/nobucket\/out\/shard-0\/fingerprint.json: the bucket does not exist/,
     ],
     "a bucket that refuses writes": [
       "s3://frozen/out",
-      /^--output s3:\/\/frozen\/out: AccessDenied on PutObject of s3:\/\/frozen\/out\/shard-0\/progress.json: check the credentials/,
+      /^--output s3:\/\/frozen\/out: AccessDenied on PutObject of s3:\/\/frozen\/out\/shard-0\/fingerprint.json: check the credentials/,
     ],
   }
   for (const [name, [out, message]] of Object.entries(failures))

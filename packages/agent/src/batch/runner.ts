@@ -8,9 +8,21 @@
  * large input is read); 2. select the shard's rows; 3. resolve the model; 4. run the pool,
  * checkpointing; 5. merge, write done.json and the final progress.
  */
+
+import { UsageError } from "../cli"
 import { type Logger, silentLogger } from "../logger"
-import { mergeParts, nextSeq, PartWriter, type ResultRow, readParts, runIdOf, shardDir } from "./checkpoint"
+import {
+  listParts,
+  mergeParts,
+  nextSeq,
+  PartWriter,
+  type ResultRow,
+  readParts,
+  runIdOf,
+  shardDir,
+} from "./checkpoint"
 import { endpointClient, type RetryPolicy, StoppedError } from "./client"
+import { differences, fingerprintOf, readFingerprint, writeFingerprint } from "./fingerprint"
 import { type InputFormat, openSource } from "./input"
 import { type OutputStore, openOutput } from "./output-store"
 import { type BatchProgress, type ProgressState, readProgress, writeProgress } from "./progress"
@@ -45,6 +57,8 @@ export interface BatchConfig {
   attemptUid?: string
   /** Also write the progress document here (`SWARMPLANE_PROGRESS_FILE`). */
   progressFile?: string
+  /** Start the shard over when its output holds results of another input or request (see fingerprint.ts). */
+  overwrite?: boolean
   /** Test hook: stop like a crash right after the checkpoint that reaches this many done rows. */
   failAfter?: number
 }
@@ -83,8 +97,8 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
   const runId = runIdOf(config.attemptUid)
   const label = `shard ${config.shardId}/${config.nshards}`
 
-  // 1. What earlier attempts finished (rows with an error are tried again).
-  const earlier = await readParts(store, dir)
+  // 1. What the output holds already: the question it answers (and, below, the parts that answer it).
+  const found = await readFingerprint(store, dir)
 
   // 2. The shard's rows.
   const columns = { idColumn: config.idColumn, promptColumn: config.promptColumn }
@@ -97,6 +111,23 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
     { shardId: config.shardId, nshards: config.nshards },
     columns,
   ).finally(() => source.close())
+  // The same question resumes; another one refuses, unless told to start over (then the parts there
+  // are set aside, and this run's retries resume from its own).
+  const now = fingerprintOf(config, rows)
+  let superseded = found?.superseded ?? []
+  if (found && found.fingerprint !== now.fingerprint) {
+    if (!config.overwrite)
+      throw new UsageError(
+        `the output holds results of another input or request for shard ${config.shardId}: pass --overwrite to start it over there, or choose another --output (${differences(found, now)}; in ${store.where(dir)})`,
+      )
+    superseded = [...new Set([...superseded, ...(await listParts(store, dir))])]
+    log.warn(`${label}: --overwrite: ${superseded.length} parts of another input or request set aside`)
+  }
+  if (!found || found.fingerprint !== now.fingerprint)
+    await writeFingerprint(store, dir, { ...now, superseded })
+  const skip = new Set(superseded)
+  // What earlier attempts finished (rows with an error are tried again).
+  const earlier = await readParts(store, dir, { skip })
   const todo = rows.filter((r) => !earlier.winners.get(r.id)?.ok)
   // Rows an earlier attempt had sent but not checkpointed when it ended: this attempt sends them again.
   const before = await readProgress(store, dir)
@@ -252,6 +283,7 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
     store,
     config.shardId,
     rows.map((r) => r.id),
+    skip,
   )
   progress.done = merged.done
   progress.failed = merged.failed

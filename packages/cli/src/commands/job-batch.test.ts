@@ -15,7 +15,7 @@ describe("the request", () => {
       ...["--swarm", "demo", "--input", "rows.jsonl", "--output-dir", "s3://bucket/out/", "--shards", "4"],
       ...["--input-format", "jsonl", "--id-column", "key", "--prompt-column", "text"],
       ...["--openai-api", "completions", "--model", "m1", "--max-tokens", "64", "--concurrency", "16"],
-      ...["--checkpoint-every", "50", "--shard-by", "range", "--request-retries", "3"],
+      ...["--checkpoint-every", "50", "--shard-by", "range", "--request-retries", "3", "--overwrite"],
       ...["--max-retries", "2", "--name", "nightly", "--cpus", "0.5", "--backend", "local"],
     )
     expect(res.code, res.stderr).toBe(0)
@@ -40,6 +40,7 @@ describe("the request", () => {
         checkpointEvery: 50,
         shardBy: "range",
         maxRetries: 3,
+        overwrite: true,
       },
     })
   })

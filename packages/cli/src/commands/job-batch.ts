@@ -28,6 +28,7 @@ export interface BatchFlags {
   checkpointEvery?: number
   shardBy?: string
   requestRetries?: number
+  overwrite?: boolean
 }
 
 /**
@@ -115,6 +116,14 @@ const flags = (): [Option, keyof BatchFlags, keyof BatchSpec][] => [
     ).argParser(integer(0)),
     "requestRetries",
     "maxRetries",
+  ],
+  [
+    new Option(
+      "--overwrite",
+      "start each shard over when the output holds results of another input or request (else that refuses; the same input resumes)",
+    ),
+    "overwrite",
+    "overwrite",
   ],
 ]
 

@@ -78,6 +78,12 @@ export const BatchSpec = z
       .max(100)
       .default(8)
       .describe("Retries of a request on 429, 5xx and timeouts, with exponential backoff."),
+    overwrite: z
+      .boolean()
+      .optional()
+      .describe(
+        "Start each shard over when `output` holds results of another input or request (its fingerprint differs); without it such a job refuses. The same input and request always resume.",
+      ),
   })
   .strict()
   .openapi("BatchSpec")
@@ -109,6 +115,7 @@ export function batchCommand(b: BatchSpec): string[] {
     ...(b.format ? ["--format", b.format] : []),
     ...(b.model ? ["--model", b.model] : []),
     ...(b.maxTokens ? ["--max-tokens", String(b.maxTokens)] : []),
+    ...(b.overwrite ? ["--overwrite"] : []),
   ]
 }
 

@@ -19,14 +19,14 @@ import { NotFoundError } from "../../util/errors"
 
 const live = (t: Task) => t.state === "ASSIGNED" || t.state === "BUILDING" || t.state === "RUNNING"
 
-/** The last two non-empty lines of an output tail, each cut at 200 characters, joined by " | ". */
+/** The last two non-empty lines of an output tail, each cut at 300 characters, joined by " | ". */
 export function lastLines(tail: string | undefined): string | undefined {
   const lines = (tail ?? "")
     .split("\n")
     .map((line) => line.trim())
     .filter(Boolean)
     .slice(-2)
-    .map((line) => (line.length > 200 ? `${line.slice(0, 200)}...` : line))
+    .map((line) => (line.length > 300 ? `${line.slice(0, 300)}...` : line))
   return lines.length ? lines.join(" | ") : undefined
 }
 
