@@ -207,6 +207,28 @@ describe("cancel", () => {
 })
 
 describe("placement", () => {
+  test("the backend's free capacity is what the running attempts leave", async () => {
+    const { id } = await pool([{ cpu: 4 }])
+    const capacity = async () => (await p.call("GET", `/v1/backends/${id}/status`)).json.capacity
+    expect((await capacity()).free).toMatchObject({ cpu: 4, memoryMiB: 2048 })
+    const jobId = await submit({
+      backendId: id,
+      tasks: 2,
+      command: ["sleep", "30"],
+      resources: { cpu: 1.5, memoryMiB: 512 },
+    })
+    await until("both tasks to run", async () =>
+      (await job(jobId)).tasks.every((t: { state: string }) => t.state === "RUNNING"),
+    )
+    expect(await capacity()).toMatchObject({
+      total: { cpu: 4, memoryMiB: 2048 },
+      free: { cpu: 1, memoryMiB: 1024 },
+    })
+    await p.call("POST", `/v1/jobs/${jobId}/cancel`)
+    await finished(jobId)
+    await until("the capacity to be free again", async () => (await capacity()).free.cpu === 4)
+  })
+
   test("a 3-task gang lands on three workers of one attribute value, or not at all", async () => {
     const { id } = await pool([
       { cpu: 1, attrs: { rack: "a" } },

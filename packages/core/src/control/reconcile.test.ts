@@ -8,7 +8,7 @@ import { MemoryStore } from "../store/memory"
 import { FencedError } from "../store/port"
 import { FakeClock } from "../util/clock"
 import { memoryLogger } from "../util/logger"
-import { LeaseTtlMs, reconcilePass } from "./reconcile"
+import { CheckedEveryMs, LeaseTtlMs, reconcilePass } from "./reconcile"
 
 async function setup() {
   const clock = new FakeClock()
@@ -181,4 +181,18 @@ test("a delegated backend that cannot be reached: unhealthy with the reason, its
   expect(
     logger.entries.filter((e) => e.level === "warn" && e.message.startsWith("backend p/hpc")),
   ).toHaveLength(1)
+})
+
+test("a backend's checked time stays fresh while passes run, without a write every pass", async () => {
+  const { rt, backend } = await setup()
+  const checked = async () => (await rt.repos.backends.get("p", "pool"))!.status.checkedAt
+  await reconcilePass(rt, backend, "t-1")
+  const first = await checked()
+  expect(first).toBe(new Date((rt.clock as FakeClock).now()).toISOString())
+  ;(rt.clock as FakeClock).advance(10_000)
+  await reconcilePass(rt, (await rt.repos.backends.get("p", "pool"))!, "t-2")
+  expect(await checked()).toBe(first)
+  ;(rt.clock as FakeClock).advance(CheckedEveryMs)
+  await reconcilePass(rt, (await rt.repos.backends.get("p", "pool"))!, "t-3")
+  expect(await checked()).toBe(new Date((rt.clock as FakeClock).now()).toISOString())
 })

@@ -39,6 +39,9 @@ export interface PassReport {
 
 export const LeaseTtlMs = 60_000
 
+/** A backend's recorded health is rewritten at least this often while passes run over it. */
+export const CheckedEveryMs = 30_000
+
 /**
  * A gap between passes this long means the control loop itself was away (not the workers): far more
  * than the cron period (1 min), so ordinary passes never mistake silence for it.
@@ -363,15 +366,18 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
     }))
     if (effects.length) await backend.runTeardown(effects)
     if (record.kind === "worker-daemon") await backend.pruneDeadWorkers()
-    // Health is the last contact's result: what the backend saw this pass, if it made contact.
+    // Health is the last contact's result: what the backend saw this pass, if it made contact. It is
+    // written when it changes, and at least every `CheckedEveryMs` while passes run, so "checked"
+    // stays true without a write every pass.
     const health = reportsHealth(backend)
       ? backend.health()
       : report.error
         ? { healthy: false, message: report.error }
-        : record.status.healthy
-          ? undefined
-          : { healthy: true }
-    if (health && (health.healthy !== record.status.healthy || health.message !== record.status.message))
+        : { healthy: true }
+    const changed =
+      health && (health.healthy !== record.status.healthy || health.message !== record.status.message)
+    const stale = !record.status.checkedAt || now - Date.parse(record.status.checkedAt) >= CheckedEveryMs
+    if (health && (changed || stale))
       await rt.repos.backends.setStatus(record.project, record.id, {
         ...health,
         checkedAt: new Date(now).toISOString(),

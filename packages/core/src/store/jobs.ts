@@ -467,6 +467,28 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
       }
     },
 
+    /**
+     * The tasks a worker holds: live, with their current attempt on that worker, each read
+     * consistently (the index that finds them is eventually consistent), with their job ids.
+     */
+    async heldBy(project: string, workerId: string): Promise<{ jobId: string; task: StoredItem<Task> }[]> {
+      const listed = await queryAll((cursor) =>
+        store.queryIndex<Task>("list", ListIndex.workerTasksOf(project, workerId), { cursor }),
+      )
+      const read = await mapLimit(listed, 16, (item) =>
+        store.get<Task>({ pk: item.pk, sk: item.sk }, { consistent: true }),
+      )
+      return read
+        .filter(
+          (t): t is StoredItem<Task> =>
+            t !== undefined &&
+            !isTerminalTask(t.data.state) &&
+            t.data.state !== "PENDING" &&
+            t.data.attempts.at(-1)?.workerId === workerId,
+        )
+        .map((task) => ({ jobId: task.pk.slice(task.pk.lastIndexOf("#JOB#") + 5), task }))
+    },
+
     /** Store why the job's pending tasks wait (one reason per job: its tasks are alike). */
     async setPendingReason(project: string, id: string, reason: string, fence?: number): Promise<void> {
       await mutate<Job>(store, Keys.job(project, id), (item) =>

@@ -5,6 +5,7 @@
  * Stopping an attempt needs no call: it leaves the worker's desired set, and the agent stops it.
  */
 import type { Backend, BackendConfigOf } from "../../model/backend"
+import type { Job } from "../../model/job"
 import type { Worker } from "../../model/worker"
 import type { Runtime } from "../../runtime"
 import { place } from "../../scheduling/place"
@@ -22,7 +23,7 @@ import type {
 } from "../protocol"
 import { backoffMs, type GroupState, planScaling, StartTimeoutMs } from "./autoscaler"
 import { Serving } from "./serving"
-import { buildSnapshot, bySubmission, res } from "./snapshot"
+import { buildSnapshot, bySubmission, RouterResources, res } from "./snapshot"
 
 type WorkersConfig = BackendConfigOf<"workers">
 
@@ -274,6 +275,7 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
       return stored?.data.lastResult ?? { groups: [] }
     },
 
+    /** What the live workers have, and what of it the attempts placed on them leave free. */
     async resourceCapacity() {
       const workers = alive(await workerItems())
       const sum = (pick: (w: Worker) => number) => workers.reduce((n, w) => n + pick(w), 0)
@@ -282,7 +284,28 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
         memoryMiB: sum((w) => w.resources.memoryMiB),
         gpu: sum((w) => w.resources.gpu),
       }
-      return { total, free: total }
+      const used = { cpu: 0, memoryMiB: 0, gpu: 0 }
+      const specs = new Map<string, Job | undefined>()
+      for (const worker of workers)
+        for (const { jobId, task } of await rt().repos.jobs.heldBy(project, worker.id)) {
+          if (!specs.has(jobId)) specs.set(jobId, await rt().repos.jobs.get(project, jobId))
+          const job = specs.get(jobId)
+          if (!job) continue
+          const r =
+            job.serving && task.data.index === job.serving.replicas ? RouterResources : job.spec.resources
+          used.cpu += r.cpu
+          used.memoryMiB += r.memoryMiB
+          used.gpu += r.gpu
+        }
+      const left = (a: number, b: number) => Math.max(0, Math.round((a - b) * 1000) / 1000)
+      return {
+        total,
+        free: {
+          cpu: left(total.cpu, used.cpu),
+          memoryMiB: left(total.memoryMiB, used.memoryMiB),
+          gpu: left(total.gpu, used.gpu),
+        },
+      }
     },
 
     runtimeImage: () => undefined,

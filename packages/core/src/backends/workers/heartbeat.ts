@@ -12,9 +12,8 @@ import type { Outcome } from "../../model/outcome"
 import type { DesiredAttempt, ObservedAttempt, Worker } from "../../model/worker"
 import type { Runtime } from "../../runtime"
 import type { TaskReport } from "../../store/jobs"
-import { Keys, ListIndex } from "../../store/keys"
-import { queryAll, type StoredItem } from "../../store/port"
-import { mapLimit } from "../../util/concurrency"
+import { Keys } from "../../store/keys"
+import type { StoredItem } from "../../store/port"
 import { NotFoundError } from "../../util/errors"
 
 const live = (t: Task) => t.state === "ASSIGNED" || t.state === "BUILDING" || t.state === "RUNNING"
@@ -72,21 +71,11 @@ export async function heartbeat(
   observed: ObservedAttempt[],
 ): Promise<{ worker: Worker; desired: DesiredAttempt[] }> {
   const { repos } = rt
-  // 1. This worker's tasks, and their jobs.
-  // The index only finds the keys (it is eventually consistent); each task is then read consistently,
-  // so a heartbeat never hands out an attempt that has already finished or moved.
-  const listed = await queryAll((cursor) =>
-    repos.store.queryIndex<Task>("list", ListIndex.workerTasksOf(project, workerId), { cursor }),
-  )
-  const held = (
-    await mapLimit(listed, 16, (item) =>
-      repos.store.get<Task>({ pk: item.pk, sk: item.sk }, { consistent: true }),
-    )
-  ).filter(
-    (t): t is StoredItem<Task> =>
-      t !== undefined && live(t.data) && t.data.attempts.at(-1)?.workerId === workerId,
-  )
-  const jobIds = [...new Set(held.map((t) => t.pk.slice(t.pk.lastIndexOf("#JOB#") + 5)))]
+  // 1. This worker's tasks, and their jobs. Each task is read consistently, so a heartbeat never hands
+  // out an attempt that has already finished or moved.
+  const heldItems = await repos.jobs.heldBy(project, workerId)
+  const held = heldItems.map((h) => h.task)
+  const jobIds = [...new Set(heldItems.map((h) => h.jobId))]
   const jobs = new Map(
     (await repos.store.getMany<Job>(jobIds.map((id) => Keys.job(project, id)))).map(
       (j) => [j.data.id, j.data] as const,
