@@ -383,6 +383,24 @@ describe("bad input", () => {
     expect(two.json.error.message).toMatch(/2 slurm backends \(hpc, hpc-2\).*--backend ID/)
   })
 
+  test("a job whose tasks have all ended reads as ended at once, before the control loop settles it", async () => {
+    const api = await withBackend()
+    const created = await api.call("POST", "/v1/jobs", { body: job({ tasks: 2 }) })
+    const id = created.json.id as string
+    const stored = (await api.deps.repos.jobs.get("default", id))!
+    for (const index of [0, 1]) {
+      const uid = `a-${index}`
+      await api.deps.repos.jobs.applyReports(stored, [
+        { index, outcome: { kind: "assigned", attemptUid: uid, workerId: "w" } },
+        { index, outcome: { kind: "running", attemptUid: uid } },
+        { index, outcome: { kind: "succeeded", attemptUid: uid, exitCode: 0 } },
+      ])
+    }
+    expect((await api.deps.repos.jobs.get("default", id))!.status).toBe("PENDING") // not settled yet
+    const read = await api.call("GET", `/v1/jobs/${id}`)
+    expect(read.json).toMatchObject({ status: "SUCCEEDED", counts: { SUCCEEDED: 2 } })
+  })
+
   test("unknown objects are 404 with a code per kind", async () => {
     const api = await withBackend()
     expect((await api.call("GET", "/v1/swarms/ghost")).json.error.code).toBe("swarm.not_found")

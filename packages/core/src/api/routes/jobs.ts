@@ -1,6 +1,7 @@
 /** `/v1/jobs`: submit, list, get with tasks and attempts, cancel, events. */
 import { createRoute, z } from "@hono/zod-openapi"
 import { jobSpecIssues, withBackend } from "../../backends/registry"
+import { countTasks, deriveJobStatus } from "../../control/job-status"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
@@ -35,6 +36,12 @@ const LogTailBody = z
   .openapi("LogTail")
 /** Tasks in a job's detail; the rest are paged. Keeps the answer well inside Lambda's 6 MB. */
 const DetailTasks = 1000
+
+/** A job's counts and status from all of its tasks (what the next settle writes). */
+function derived(job: Job, tasks: Task[]): Pick<Job, "counts" | "status"> {
+  const counts = countTasks(tasks)
+  return { counts, status: deriveJobStatus(job.spec, counts, job.spec.tasks, job.cancelRequested) }
+}
 
 export function jobRoutes(app: App, deps: ApiDeps): void {
   app.openapi(
@@ -114,9 +121,13 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
       const job = await deps.repos.jobs.get(project, id)
       if (!job) throw new NotFoundError("job", id)
       const tasks = await deps.repos.jobs.tasks(project, id, { limit: DetailTasks })
+      // With every task in hand, the job's status is read from them, as the control loop will write it:
+      // no window in which every task has ended and the job still reads RUNNING.
+      const now = tasks.cursor ? {} : derived(job, tasks.items)
       return c.json(
         {
           ...job,
+          ...now,
           tasks: tasks.items.map((t) => withPendingReason(job, t)),
           ...(tasks.cursor ? { tasksNextCursor: tasks.cursor } : {}),
         },
