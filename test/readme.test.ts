@@ -46,6 +46,17 @@ test("the curl walk-through works as written", { timeout: 180_000 }, async () =>
     expect(out).toMatch(/^PENDING$/m)
     expect(out).toMatch(/^echo: hello$/m)
     expect(out).toMatch(/^SUCCEEDED \{"SUCCEEDED":4\}$/m)
+    // The 4 shards ran side by side next to the swarm: placed in one pass, not one after another.
+    const auth = { Authorization: `Bearer ${key}` }
+    const jobs = (await fetch(`${url}/v1/jobs`, { headers: auth }).then((r) => r.json())) as {
+      items: { id: string; spec: { name: string } }[]
+    }
+    const hello = jobs.items?.find((j) => j.spec.name === "hello")
+    expect(hello, JSON.stringify(jobs)).toBeDefined()
+    const detail = (await fetch(`${url}/v1/jobs/${hello!.id}`, { headers: auth }).then((r) => r.json())) as {
+      tasks: { attempts: { createdAt: string }[] }[]
+    }
+    expect(new Set(detail.tasks.map((t) => t.attempts[0]!.createdAt)).size).toBe(1)
     expect(out).toMatch(
       /^0: SUCCEEDED, 1 attempt\(s\)\n1: SUCCEEDED, 1 attempt\(s\)\n2: SUCCEEDED, 1 attempt\(s\)\n3: SUCCEEDED, 1 attempt\(s\)$/m,
     )

@@ -124,9 +124,17 @@ async function ensureWorkerKey(rt: Runtime, file: string): Promise<string> {
 }
 
 /**
+ * CPUs each local worker offers per core of the machine. Local workers share one machine, as its
+ * processes do, and what a laptop runs (echo servers, routers, I/O-bound shards waiting on an endpoint)
+ * rarely keeps a core busy; placing by whole cores would run the README's 4 small shards one after
+ * another behind a 2-replica swarm. The OS shares the cores; a task that needs them asks for more.
+ */
+export const LocalCpusPerCore = 4
+
+/**
  * The `local` backend a new user runs work on with no setup: worker agents on this machine, started
  * by the autoscaler as work arrives (up to one per CPU) and stopped when idle. Each offers the machine
- * (they share it, as processes do).
+ * (they share it, as processes do): `LocalCpusPerCore` CPUs per core and 80% of its memory.
  */
 async function ensureLocalBackend(rt: Runtime): Promise<void> {
   if (await rt.repos.backends.get(rt.operatorProject, "local")) return
@@ -142,7 +150,7 @@ async function ensureLocalBackend(rt: Runtime): Promise<void> {
         provider: { type: "local" },
         min: 0,
         max: cpus,
-        resources: { cpu: cpus, memoryMiB: Math.floor((totalmem() / 1024 / 1024) * 0.8) },
+        resources: { cpu: cpus * LocalCpusPerCore, memoryMiB: Math.floor((totalmem() / 1024 / 1024) * 0.8) },
         idleTimeoutS: 60,
       },
     ],
