@@ -383,7 +383,7 @@ describe("bad input", () => {
     expect(two.json.error.message).toMatch(/2 slurm backends \(hpc, hpc-2\).*--backend ID/)
   })
 
-  test("a job whose tasks have all ended reads as ended at once, before the control loop settles it", async () => {
+  test("a job whose tasks have all ended reads as ended at once, in its detail and in the list", async () => {
     const api = await withBackend()
     const created = await api.call("POST", "/v1/jobs", { body: job({ tasks: 2 }) })
     const id = created.json.id as string
@@ -396,9 +396,11 @@ describe("bad input", () => {
         { index, outcome: { kind: "succeeded", attemptUid: uid, exitCode: 0 } },
       ])
     }
-    expect((await api.deps.repos.jobs.get("default", id))!.status).toBe("PENDING") // not settled yet
+    // The report that ended the last task ended the job: the detail and the list read it at once.
     const read = await api.call("GET", `/v1/jobs/${id}`)
     expect(read.json).toMatchObject({ status: "SUCCEEDED", counts: { SUCCEEDED: 2 } })
+    const listed = await api.call("GET", "/v1/jobs")
+    expect(listed.json.items.find((j: { id: string }) => j.id === id)).toMatchObject({ status: "SUCCEEDED" })
   })
 
   test("unknown objects are 404 with a code per kind", async () => {

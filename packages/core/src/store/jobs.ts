@@ -95,6 +95,9 @@ export function taskItem(job: Pick<Job, "project" | "id" | "backendId">, task: T
   }
 }
 
+/** Jobs of at most this many tasks are recounted whenever one of their tasks ends. */
+const RecountTasks = 100
+
 export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
   const pkOf = (project: string, id: string) => Keys.job(project, id).pk
   const record = (job: Job, change: { from?: string; to: string; reason: string; message?: string }) =>
@@ -463,6 +466,18 @@ export function Jobs(store: StateStore, clock: Clock, events: EventLog) {
             }
           }),
         )
+        // The report that ends a job's last open task brings the job to its end at once (not a pass
+        // later): job lists and details read SUCCEEDED as soon as the tasks have. The job's counts are
+        // only a hint of whether this is that report; the full count is taken when it may be.
+        const ended = moved.filter(
+          (t) => isTerminalTask(t.state) && !isTerminalTask(before.get(t.index)!.data.state),
+        ).length
+        const open = Object.entries(job.counts).reduce(
+          (n, [state, count]) => n + (isTerminalTask(state as TaskState) ? 0 : (count ?? 0)),
+          0,
+        )
+        if (ended > 0 && (job.spec.tasks <= RecountTasks || open - ended <= 0) && !isFinished(job.status))
+          await this.refresh(job.project, job.id, "tasks_ended", options.fence)
         return { stop, changed: changed.length, tasks }
       }
     },
