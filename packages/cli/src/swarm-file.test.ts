@@ -146,19 +146,69 @@ describe("domyn-swarm fields swarmplane does not take on a swarm are errors that
 test("fields swarmplane does itself are ignored with a warning", () => {
   const { body, issues } = normaliseSwarm({
     ...base,
-    gpus_per_node: 4,
-    nodes: 2,
     wait_endpoint_s: 600,
     backend: { type: "slurm", requires_ray: false, endpoint: { nginx_image: "/x.sif" } },
   })
   expect(body).toEqual({ ...base, backendType: "slurm" })
   expect(issues.map((i) => [i.path.join("."), i.warning])).toEqual([
-    ["gpus_per_node", true],
-    ["nodes", true],
     ["wait_endpoint_s", true],
     ["backend.requires_ray", true],
     ["backend.endpoint.nginx_image", true],
   ])
+})
+
+describe("domyn-swarm's sizing, checked as domyn does and mapped onto Slurm placement", () => {
+  const slurm = { type: "slurm" }
+  const cases: Record<
+    string,
+    { domyn: Record<string, unknown>; slurm?: Record<string, unknown>; error?: [string, RegExp] }
+  > = {
+    "4 replicas of 2 GPUs on 4-GPU nodes: 2 a node, 2 nodes": {
+      domyn: { replicas: 4, gpus_per_replica: 2, gpus_per_node: 4, nodes: 2, replicas_per_node: 2 },
+      slurm: { replicasPerNode: 2 },
+    },
+    "a replica of 8 GPUs on 4-GPU nodes spans 2 nodes": {
+      domyn: { replicas: 2, gpus_per_replica: 8, gpus_per_node: 4, nodes: 4 },
+      slurm: { nodesPerReplica: 2 },
+    },
+    "6 GPUs per replica on 4-GPU nodes is refused with the arithmetic": {
+      domyn: { replicas: 1, gpus_per_replica: 6, gpus_per_node: 4 },
+      error: [
+        "gpus_per_replica",
+        /6 GPUs per replica on 4-GPU nodes: .* use a multiple of 4 \(8, 12, \.\.\.\) or at most 4/,
+      ],
+    },
+    "3 replicas of 2 GPUs a node is more than 4 GPUs": {
+      domyn: { replicas: 6, gpus_per_replica: 2, gpus_per_node: 4, replicas_per_node: 3 },
+      error: ["replicas_per_node", /3 replicas × 2 GPUs = 6 GPUs, more than a node's 4: at most 2/],
+    },
+    "nodes that do not add up": {
+      domyn: { replicas: 4, gpus_per_replica: 4, gpus_per_node: 4, nodes: 2 },
+      error: ["nodes", /4 replicas at 1 per node take 4 nodes, not 2: set nodes to 4/],
+    },
+  }
+  for (const [name, tc] of Object.entries(cases))
+    test(name, () => {
+      const { body, issues } = normaliseSwarm({ ...base, ...tc.domyn, backend: slurm })
+      if (tc.error) {
+        expect(issues.filter((i) => !i.warning)).toEqual([
+          expect.objectContaining({ path: [tc.error[0]], message: expect.stringMatching(tc.error[1]) }),
+        ])
+        return
+      }
+      expect(issues).toEqual([])
+      expect((body.serving as { slurm?: unknown } | undefined)?.slurm).toEqual(tc.slurm)
+    })
+
+  test("on a Lepton swarm they are checked, then ignored with a warning", () => {
+    const { issues } = normaliseSwarm({
+      ...base,
+      gpus_per_replica: 8,
+      gpus_per_node: 8,
+      backend: { type: "lepton" },
+    })
+    expect(issues).toEqual([expect.objectContaining({ path: ["gpus_per_node"], warning: true })])
+  })
 })
 
 test("origins point errors at what the user wrote", () => {

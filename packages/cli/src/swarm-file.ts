@@ -7,6 +7,7 @@
  */
 import { isRecord } from "./http"
 import { camelize, camelizeField, camelKey, type Issue, Origins, type Path, sameField } from "./normalize"
+import { placementOf } from "./sizing"
 import { BackendRules, type Rule, type ServingType, ServingTypes } from "./swarm-rules"
 
 export interface Normalised {
@@ -15,16 +16,14 @@ export interface Normalised {
   issues: Issue[]
 }
 
-const packing = "swarmplane places replicas by their own resources (gpusPerReplica, cpusPerReplica)"
-
 /** domyn-swarm top-level fields swarmplane does itself: ignored, with a warning. */
 const IgnoredTop: Record<string, string> = {
-  gpus_per_node: packing,
-  replicas_per_node: packing,
-  nodes: packing,
   wait_endpoint_s: "pass swarmplane up --wait --timeout SECONDS instead",
   home_directory: "swarmplane keeps state in its control plane",
 }
+
+/** domyn-swarm's sizing fields: checked together (sizing.ts) and turned into Slurm placement. */
+const SizingFields = ["gpus_per_node", "replicas_per_node", "nodes"] as const
 
 export function normaliseSwarm(raw: Record<string, unknown>): Normalised {
   const origins = new Origins()
@@ -47,6 +46,7 @@ export function normaliseSwarm(raw: Record<string, unknown>): Normalised {
   }
   let revision: [unknown, Path] | undefined
   let memPerCpu: [unknown, Path] | undefined
+  const sizing: Partial<Record<(typeof SizingFields)[number], unknown>> = {}
 
   for (const [key, value] of Object.entries(raw)) {
     const source = [key]
@@ -55,7 +55,9 @@ export function normaliseSwarm(raw: Record<string, unknown>): Normalised {
       issues.push({ path: source, message: `ignored: ${IgnoredTop[key]}`, warning: true })
       continue
     }
-    if (key === "revision") revision = [value, source]
+    if ((SizingFields as readonly string[]).includes(key))
+      sizing[key as (typeof SizingFields)[number]] = value
+    else if (key === "revision") revision = [value, source]
     else if (key === "mem_per_cpu") memPerCpu = [value, source]
     else if (key === "cpus_per_task") put("cpusPerReplica", value, source)
     else if (key === "mem_per_replica") put("memoryMiBPerReplica", sizeMiB(value, source, issues), source)
@@ -77,6 +79,7 @@ export function normaliseSwarm(raw: Record<string, unknown>): Normalised {
     origins.set(["args", args.length + 1], revision[1])
   }
   if ("backend" in raw) mapBackend(raw.backend, body, origins, issues, put)
+  if (Object.keys(sizing).length) applySizing(sizing, body, origins, issues)
   return { body, origins, issues }
 }
 
@@ -222,4 +225,64 @@ export function splitArgs(text: string): string[] {
   }
   if (started) args.push(current)
   return args
+}
+
+/**
+ * domyn's sizing fields, checked together, and the placement they mean on a Slurm backend:
+ * `serving.slurm.nodesPerReplica` for a replica larger than a node, `replicasPerNode` for replicas
+ * that share one. Other backend types place replicas by their own shapes: the fields are checked, then
+ * ignored with a warning.
+ */
+function applySizing(
+  sizing: Partial<Record<(typeof SizingFields)[number], unknown>>,
+  body: Record<string, unknown>,
+  origins: Origins,
+  issues: Issue[],
+): void {
+  const whole = (field: string, value: unknown, fallback: number | undefined): number | undefined => {
+    if (value === undefined) return fallback
+    if (typeof value === "number" && Number.isInteger(value) && value >= 0) return value
+    issues.push({ path: [field], message: "must be a whole number" })
+    return undefined
+  }
+  const before = issues.length
+  const gpusPerNode = whole("gpus_per_node", sizing.gpus_per_node, 4)
+  const replicasPerNode = whole("replicas_per_node", sizing.replicas_per_node, undefined)
+  const nodes = whole("nodes", sizing.nodes, undefined)
+  const replicas = typeof body.replicas === "number" ? body.replicas : 1
+  const gpusPerReplica = typeof body.gpusPerReplica === "number" ? body.gpusPerReplica : 0
+  if (issues.length > before || gpusPerNode === undefined) return
+  const placement = placementOf(
+    {
+      replicas,
+      gpusPerReplica,
+      gpusPerNode,
+      ...(replicasPerNode !== undefined ? { replicasPerNode } : {}),
+      ...(nodes !== undefined ? { nodes } : {}),
+    },
+    issues,
+  )
+  if (!placement) return
+  const type = body.backendType
+  if (type !== undefined && type !== "slurm") {
+    for (const field of SizingFields)
+      if (sizing[field] !== undefined)
+        issues.push({
+          path: [field],
+          message: `checked, then ignored: a ${String(type)} backend places replicas by its own resource shapes`,
+          warning: true,
+        })
+    return
+  }
+  const serving = isRecord(body.serving) ? body.serving : {}
+  const slurm: Record<string, unknown> = isRecord(serving.slurm) ? { ...serving.slurm } : {}
+  if (placement.nodesPerReplica > 1) {
+    slurm.nodesPerReplica = placement.nodesPerReplica
+    origins.set(["serving", "slurm", "nodesPerReplica"], ["gpus_per_node"])
+  }
+  if (placement.replicasPerNode !== undefined && sizing.replicas_per_node !== undefined) {
+    slurm.replicasPerNode = placement.replicasPerNode
+    origins.set(["serving", "slurm", "replicasPerNode"], ["replicas_per_node"])
+  }
+  if (Object.keys(slurm).length) body.serving = { ...serving, slurm }
 }

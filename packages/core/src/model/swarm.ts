@@ -59,6 +59,24 @@ export const ServingOptions = z
           .describe(
             "Time limit of the replica and router jobs, e.g. `7-00:00:00`; the backend's when absent.",
           ),
+        nodesPerReplica: z
+          .number()
+          .int()
+          .min(1)
+          .max(64)
+          .optional()
+          .describe(
+            "Nodes each replica spans (`--nodes`), its GPUs split evenly over them; the server starts on the first and finds the others in `SLURM_JOB_NODELIST` (a multi-node vLLM needs Ray there). From a domyn-swarm file's `gpus_per_replica` over `gpus_per_node`.",
+          ),
+        replicasPerNode: z
+          .number()
+          .int()
+          .min(1)
+          .max(64)
+          .optional()
+          .describe(
+            "Replicas that may share a node (from a domyn-swarm file's `replicas_per_node`, checked against `gpus_per_node`). Slurm packs the replicas' array tasks onto nodes by the GPUs and CPUs they ask for.",
+          ),
         routerPort: z
           .number()
           .int()

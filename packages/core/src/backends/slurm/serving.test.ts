@@ -102,4 +102,20 @@ describe("serving scripts", () => {
     const router = routerScript(config, swarm(), "sp-srv-r-router", "sp-srv-r")
     expect(router).toContain('upstreams+=(--upstream-file "$f")')
   })
+
+  test("a replica larger than a node spans nodes, its GPUs, CPUs and memory split over them", () => {
+    const big = swarm({
+      gpusPerReplica: 8,
+      cpusPerReplica: 16,
+      memoryMiBPerReplica: 65536,
+      serving: { slurm: { nodesPerReplica: 2 } },
+    } as Partial<Swarm>)
+    const script = replicaScript(config, big, "sp-srv-r")
+    expect(script).toContain("#SBATCH --nodes=2")
+    expect(script).toContain("#SBATCH --ntasks-per-node=1")
+    expect(script).toContain("#SBATCH --gres=gpu:4")
+    expect(script).toContain("#SBATCH --cpus-per-task=8")
+    expect(script).toContain("#SBATCH --mem=32768M")
+    expect(script).toContain("SWARMPLANE_REPLICA_NODES=2")
+  })
 })

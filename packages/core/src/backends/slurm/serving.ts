@@ -82,14 +82,18 @@ function header(config: SlurmConfig, swarm: Swarm, name: string, extra: string[]
 
 export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string): string {
   const dir = outputDirOf(config)
+  // A replica larger than a node spans `nodes` of them, its GPUs split evenly (GRES is per node).
+  const nodes = swarm.serving.slurm?.nodesPerReplica ?? 1
+  const gpusPerNode = Math.ceil(swarm.gpusPerReplica / nodes)
   return [
     ...header(config, swarm, name, [
       `#SBATCH --array=0-${swarm.replicas - 1}`,
-      `#SBATCH --cpus-per-task=${Math.max(1, Math.ceil(swarm.cpusPerReplica))}`,
-      `#SBATCH --mem=${swarm.memoryMiBPerReplica}M`,
+      ...(nodes > 1 ? [`#SBATCH --nodes=${nodes}`, "#SBATCH --ntasks-per-node=1"] : []),
+      `#SBATCH --cpus-per-task=${Math.max(1, Math.ceil(swarm.cpusPerReplica / nodes))}`,
+      `#SBATCH --mem=${Math.ceil(swarm.memoryMiBPerReplica / nodes)}M`,
       ...(swarm.gpusPerReplica > 0
         ? [
-            `#SBATCH --gres=${checked("gresGpuName", config.gresGpuName, SlurmNamePattern, SlurmGrammarText.name)}:${swarm.gpusPerReplica}`,
+            `#SBATCH --gres=${checked("gresGpuName", config.gresGpuName, SlurmNamePattern, SlurmGrammarText.name)}:${gpusPerNode}`,
           ]
         : []),
     ]),
@@ -98,7 +102,7 @@ export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string): 
     // A requeued run starts elsewhere: its old address is gone until the new one serves.
     'rm -f "$addr"',
     `echo "swarmplane: replica $SLURM_ARRAY_TASK_ID run $(($\{SLURM_RESTART_COUNT:-0} + 1)) on $(hostname)"`,
-    `export PORT=${freePort} HOST=0.0.0.0 MODEL=${sh(swarm.model)}`,
+    `export PORT=${freePort} HOST=0.0.0.0 MODEL=${sh(swarm.model)} SWARMPLANE_REPLICA_NODES=${nodes}`,
     ...exportLines(swarm.env, "env"),
     ...setupLines(config),
     `${agentArgv(config, replicaCommand(swarm)).map(word).join(" ")} &`,
