@@ -157,6 +157,26 @@ test("fields swarmplane does itself are ignored with a warning", () => {
   ])
 })
 
+test("slurm env is honoured, mounts say where they go, a watchdog is ours", () => {
+  const { body, issues } = normaliseSwarm({
+    ...base,
+    env: { A: "1" },
+    watchdog: { enabled: true },
+    backend: { type: "slurm", env: { B: "2" }, mounts: ["/data:/data"], watchdog: { restart: true } },
+  })
+  expect(body.env).toEqual({ A: "1", B: "2" })
+  expect(issues.filter((i) => !i.warning)).toEqual([
+    expect.objectContaining({
+      path: ["backend", "mounts"],
+      message: expect.stringContaining("`container.extraArgs` (for apptainer `--bind SRC:DST`"),
+    }),
+  ])
+  expect(issues.filter((i) => i.warning).map((i) => i.path.join("."))).toEqual([
+    "watchdog",
+    "backend.watchdog",
+  ])
+})
+
 describe("domyn-swarm's sizing, checked as domyn does and mapped onto Slurm placement", () => {
   const slurm = { type: "slurm" }
   const cases: Record<

@@ -20,6 +20,8 @@ export interface Normalised {
 const IgnoredTop: Record<string, string> = {
   wait_endpoint_s: "pass swarmplane up --wait --timeout SECONDS instead",
   home_directory: "swarmplane keeps state in its control plane",
+  watchdog:
+    "swarmplane watches replicas itself: one that exits is restarted, one that keeps failing before it is ready fails the swarm with the reason",
 }
 
 /** domyn-swarm's sizing fields: checked together (sizing.ts) and turned into Slurm placement. */

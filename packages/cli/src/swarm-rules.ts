@@ -20,7 +20,14 @@ export type Rule =
   | { nested: Record<string, Rule> }
 
 const nginx = { ignored: "swarmplane's router replaces domyn-swarm's nginx load balancer" }
-const ray = { ignored: "a swarmplane replica is one task; multi-node Ray replicas are not supported" }
+const ray = {
+  ignored:
+    "a replica larger than a node spans nodes (gpus_per_replica over gpus_per_node: serving.slurm.nodesPerReplica); the server starts on the first, and your command starts Ray across SLURM_JOB_NODELIST",
+}
+const watchdog = {
+  ignored:
+    "swarmplane watches replicas itself: one that exits is restarted, one that keeps failing before it is ready fails the swarm with the reason",
+}
 const scripts = { ignored: "swarmplane writes its own job scripts" }
 
 const slurm: Record<string, Rule> = {
@@ -37,6 +44,12 @@ const slurm: Record<string, Rule> = {
   node_list: { backend: "`extraSbatch` (`--nodelist=NODES`)" },
   mail_user: { backend: "`extraSbatch` (`--mail-user=ADDRESS`)" },
   requeue: { ignored: "swarmplane restarts lost replicas itself" },
+  env: { top: "env" },
+  mounts: {
+    backend:
+      "`container.extraArgs` (for apptainer `--bind SRC:DST`, for enroot `--mount SRC:DST`), or a shared file system the nodes see",
+  },
+  watchdog,
   requires_ray: ray,
   ray_port: ray,
   ray_dashboard_port: ray,
