@@ -86,11 +86,16 @@ suite("slurm backend on a real cluster", () => {
   test("a task that exits 3 is FAILED with exit code 3 and retried as its own submission with a new attemptUid", {
     timeout: 90_000,
   }, async () => {
-    const id = await submit({ command: ["sh", "-c", "exit 3"], maxRetriesFailure: 1 })
+    const id = await submit({
+      command: ["sh", "-c", "echo 'model weights not found' >&2; exit 3"],
+      maxRetriesFailure: 1,
+    })
     const done = await finished(id)
     expect(done.status).toBe("FAILED")
     const [first, second] = done.tasks[0].attempts
     expect(first).toMatchObject({ state: "FAILED", exitCode: 3, reason: "exit_code" })
+    // Why, in the task's own words: what it printed last.
+    expect(first.message).toMatch(/exited with code 3; last output: model weights not found/)
     expect(second).toMatchObject({ state: "FAILED", exitCode: 3 })
     expect(second.attemptUid).not.toBe(first.attemptUid)
     expect(second.target.split("_")[0]).not.toBe(first.target.split("_")[0])

@@ -311,6 +311,22 @@ export function SlurmBackend(
         },
         rt().clock.now(),
       )
+      // What a failed task printed last is usually why: read in one more command, only when some failed.
+      const failed = (observed.transitions ?? []).filter((t) => t.outcome.kind === "failed")
+      if (failed.length) {
+        const tails = await this.fetchLogsMany(
+          failed.map((t) => t.ref),
+          2,
+        ).catch(() => [])
+        failed.forEach((t, i) => {
+          const said = tails[i]?.lines.filter((l) => l.trim()).slice(-2).join(" | ")
+          if (said && t.outcome.kind === "failed")
+            t.outcome = {
+              ...t.outcome,
+              message: `${t.outcome.message ?? t.outcome.reason}; last output: ${said.length > 600 ? `${said.slice(0, 600)}...` : said}`,
+            }
+        })
+      }
       return { ...observed, workers: [] }
     },
 
