@@ -319,7 +319,10 @@ export function SlurmBackend(
           2,
         ).catch(() => [])
         failed.forEach((t, i) => {
-          const said = tails[i]?.lines.filter((l) => l.trim()).slice(-2).join(" | ")
+          const said = tails[i]?.lines
+            .filter((l) => l.trim())
+            .slice(-2)
+            .join(" | ")
           if (said && t.outcome.kind === "failed")
             t.outcome = {
               ...t.outcome,
