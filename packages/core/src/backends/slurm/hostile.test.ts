@@ -9,10 +9,11 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileS
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, test } from "vitest"
-import { BackendConfig, type BackendConfigOf } from "../../model/backend"
+import type { BackendConfigOf } from "../../model/backend"
 import { SwarmSpec } from "../../model/swarm"
 import { type Submission, sbatchScript, UnsafeValueError } from "./script"
 import { replicaScript } from "./serving"
+import { slurmConfig } from "./testing"
 
 type SlurmConfig = BackendConfigOf<"slurm">
 
@@ -42,15 +43,7 @@ const hostile = [
   "y".repeat(5000),
 ]
 
-const config = BackendConfig.parse({
-  type: "slurm",
-  loginHost: "login",
-  user: "svc",
-  sshKeySecret: "k",
-  hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA",
-  partition: "debug",
-  outputDir: work,
-}) as SlurmConfig
+const config = slurmConfig({ outputDir: work })
 
 const submission: Submission = {
   name: "sp-s-01hostile",

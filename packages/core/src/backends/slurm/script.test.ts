@@ -1,19 +1,14 @@
 import { describe, expect, test } from "vitest"
 import { BackendConfig, type BackendConfigOf } from "../../model/backend"
 import { outputPath, progressPath, sbatchScript, sh, slurmTime } from "./script"
+import { slurmConfig } from "./testing"
 
-const config = BackendConfig.parse({
-  type: "slurm",
-  loginHost: "login",
-  user: "svc",
-  sshKeySecret: "k",
-  hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA",
-  partition: "debug",
+const config = slurmConfig({
   gpuPartition: "gpu",
   account: "ml",
   extraSbatch: ["--exclusive"],
   setup: ["module load cuda/12.4"],
-}) as BackendConfigOf<"slurm">
+})
 
 const base = {
   name: "sp-s-01abc",

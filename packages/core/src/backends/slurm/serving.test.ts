@@ -1,17 +1,10 @@
 import { describe, expect, test } from "vitest"
-import { BackendConfig, type BackendConfigOf } from "../../model/backend"
 import { type Swarm, SwarmSpec } from "../../model/swarm"
 import { parseSqueue } from "./parse"
 import { parseProbes, replicaScript, routerScript, servingStatusFrom } from "./serving"
+import { slurmConfig } from "./testing"
 
-const config = BackendConfig.parse({
-  type: "slurm",
-  loginHost: "login",
-  user: "svc",
-  sshKeySecret: "k",
-  hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA",
-  partition: "debug",
-}) as BackendConfigOf<"slurm">
+const config = slurmConfig()
 
 function swarm(extra: Partial<Swarm> = {}): Swarm {
   return {
