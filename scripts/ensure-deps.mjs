@@ -6,6 +6,9 @@
  * "Stale" means the lockfile or any package.json changed since the last install this script
  * recorded (a hash kept in node_modules/.swarmplane-install). It uses only Node built-ins,
  * because it runs before anything is installed.
+ *
+ * Then it builds the dashboard's browser bundle if its sources changed since the last build
+ * (scripts/build-dashboard.mjs), since the API imports the module that build writes.
  */
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
@@ -35,7 +38,10 @@ function fingerprint() {
 
 const wanted = fingerprint()
 const have = existsSync(stampFile) ? readFileSync(stampFile, "utf8").trim() : ""
-if (have === wanted) process.exit(0)
+if (have === wanted) {
+  await dashboard()
+  process.exit(0)
+}
 
 const hasLock = existsSync(join(root, "package-lock.json"))
 const args = hasLock
@@ -61,3 +67,17 @@ writeFileSync(stampFile, `${fingerprint()}\n`)
 process.stderr.write(
   `swarmplane: dependencies installed in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
 )
+await dashboard()
+
+/** Imported only here: the build needs esbuild, which is installed by now. */
+async function dashboard() {
+  try {
+    const { ensureDashboard } = await import("./build-dashboard.mjs")
+    if (await ensureDashboard()) process.stderr.write("swarmplane: built the dashboard bundle (/ui/app.js)\n")
+  } catch (error) {
+    process.stderr.write(
+      `swarmplane: the dashboard bundle did not build (${error.message}); fix packages/core/src/api/dashboard/ui and run the command again.\n`,
+    )
+    process.exit(1)
+  }
+}

@@ -1,15 +1,11 @@
 /**
- * The dashboard's files, bundled into the code (no build step, nothing fetched from elsewhere): the page,
- * the stylesheet, the icon and the browser modules, each with its content type and a content-hash ETag.
+ * The dashboard's files, held in the code (nothing fetched from elsewhere, nothing built at runtime): the
+ * page, the stylesheet, the icon and the browser bundle, each with its content type and a content-hash
+ * ETag. The bundle is `ui/` built by scripts/build-dashboard.mjs into bundle.generated.ts (gitignored),
+ * which the pre-step of `npm start` and `npm test` refreshes whenever ui/ changes.
  */
 import { createHash } from "node:crypto"
-import { apiJs } from "./client-api"
-import { appJs } from "./client-app"
-import { domJs } from "./client-dom"
-import { infraJs } from "./client-infra"
-import { jobJs } from "./client-job"
-import { jobsJs } from "./client-jobs"
-import { swarmsJs } from "./client-swarms"
+import { appJs } from "./bundle.generated"
 import { iconSvg, pageHtml } from "./page"
 import { styleCss } from "./style"
 
@@ -25,20 +21,12 @@ function asset(body: string, type: string): Asset {
   return { body, type, etag: `"${hash}"` }
 }
 
-const js = "text/javascript; charset=utf-8"
-
 /** `GET /`. */
 export const page = asset(pageHtml, "text/html; charset=utf-8")
 
-/** `GET /ui/{name}`; the modules import each other by these names (`./dom.js`). */
+/** `GET /ui/{name}`: the page loads the bundle as the ES module `/ui/app.js`. */
 export const uiAssets: ReadonlyMap<string, Asset> = new Map([
-  ["app.js", asset(appJs, js)],
-  ["api.js", asset(apiJs, js)],
-  ["dom.js", asset(domJs, js)],
-  ["swarms.js", asset(swarmsJs, js)],
-  ["jobs.js", asset(jobsJs, js)],
-  ["job.js", asset(jobJs, js)],
-  ["infra.js", asset(infraJs, js)],
+  ["app.js", asset(appJs, "text/javascript; charset=utf-8")],
   ["style.css", asset(styleCss, "text/css; charset=utf-8")],
   ["icon.svg", asset(iconSvg, "image/svg+xml")],
 ])

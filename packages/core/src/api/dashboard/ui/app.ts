@@ -1,21 +1,27 @@
 /**
- * Browser module `/ui/app.js`, the dashboard's entry: sign-in against `GET /v1/me`, hash routing
+ * The dashboard's entry (bundled to `/ui/app.js`): sign-in against `GET /v1/me`, hash routing
  * (`#/swarms`, `#/jobs/ID`, ...), and a refresh loop that reloads the current view every few seconds
  * (paused while the tab is hidden) and updates the page in place, so the reader's place, focus and
- * expanded rows survive. Views are objects `{ nav, title, head, load, render, actions }`.
+ * expanded rows survive. Views are objects `{ nav, title, head, load, render, actions }` (view.ts).
  */
-export const appJs = String.raw`/* swarmplane dashboard: sign-in, routing and the refresh loop. */
-import { api, session } from "./api.js"
-import { card, errorBox, h, morphChildren, viewHead } from "./dom.js"
-import { backendDetail, backendList, clustersView, workersView } from "./infra.js"
-import { jobDetail } from "./job.js"
-import { jobList } from "./jobs.js"
-import { swarmDetail, swarmList } from "./swarms.js"
+import { api, messageOf, session, statusOf } from "./api"
+import { backendDetail, backendList } from "./backends"
+import { h, morphChildren } from "./dom"
+import { clustersView, workersView } from "./infra"
+import { jobDetail } from "./job"
+import { jobList } from "./jobs"
+import { card, errorBox, viewHead } from "./layout"
+import { swarmDetail, swarmList } from "./swarms"
+import type { Caller } from "./types"
+import type { Context, View } from "./view"
 
 const RefreshMs = 3000
 const Home = "#/swarms"
 
-const routes = [
+/** Any view: the app hands each its own data and state back, so their types do not matter here. */
+type AnyView = View<unknown, object>
+
+const routes: [RegExp, AnyView][] = [
   [/^\/swarms\/?$/, swarmList],
   [/^\/swarms\/([^/]+)$/, swarmDetail],
   [/^\/jobs\/?$/, jobList],
@@ -26,40 +32,58 @@ const routes = [
   [/^\/backends\/([^/]+)$/, backendDetail],
 ]
 
-const notFound = {
+const notFound: View<null> = {
   nav: "",
   title: () => "Not found",
   head: () => viewHead("Not found"),
   load: async () => null,
-  render: () => [card("not-found", null, h("p", {}, "There is no such page. ", h("a", { href: Home }, "Go to the swarms.")))],
+  render: () => [
+    card(
+      "not-found",
+      null,
+      h("p", {}, "There is no such page. ", h("a", { href: Home }, "Go to the swarms.")),
+    ),
+  ],
 }
 
-const byId = (id) => document.getElementById(id)
+const byId = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T
 const ui = {
   topbar: byId("topbar"),
   signin: byId("signin"),
-  form: byId("signin-form"),
-  key: byId("key"),
+  form: byId<HTMLFormElement>("signin-form"),
+  key: byId<HTMLInputElement>("key"),
   message: byId("signin-message"),
-  submit: byId("signin-submit"),
+  submit: byId<HTMLButtonElement>("signin-submit"),
   view: byId("view"),
   region: byId("region"),
   who: byId("who"),
-  auto: byId("auto"),
+  auto: byId<HTMLInputElement>("auto"),
   live: byId("live"),
   liveText: byId("live-text"),
   refreshNow: byId("refresh-now"),
   signout: byId("signout"),
 }
 
+/** The view on screen: its route, its data once loaded, the error of the last load, the load in flight. */
+interface Mounted {
+  def: AnyView
+  path: string
+  params: string[]
+  query: URLSearchParams
+  state: object
+  data: unknown
+  error: unknown
+  ctl: AbortController | undefined
+}
+
 /** Per-page UI state (expanded rows, chosen log task, page size), kept while the tab lives. */
-const states = new Map()
-let me = null
-let current = null
+const states = new Map<string, object>()
+let me: Caller | null = null
+let current: Mounted | null = null
 let timer = 0
 let focusHeading = false
 
-function context(view) {
+function context(view: Mounted): Context<object> {
   return {
     params: view.params,
     query: view.query,
@@ -75,13 +99,13 @@ function context(view) {
 
 // Sign-in ---------------------------------------------------------------------------------------
 
-function setMessage(text, tone) {
+function setMessage(text?: string, tone?: string): void {
   ui.message.hidden = !text
-  ui.message.className = "alert " + (tone || "error")
+  ui.message.className = `alert ${tone || "error"}`
   ui.message.textContent = text || ""
 }
 
-function showSignin(text, tone) {
+function showSignin(text?: string, tone?: string): void {
   stop()
   me = null
   current = null
@@ -95,9 +119,13 @@ function showSignin(text, tone) {
   ui.key.focus()
 }
 
-function enter(who) {
+function enter(who: Caller): void {
   me = who
-  ui.who.replaceChildren(h("span", { class: "muted" }, "Project"), h("strong", {}, who.project), h("span", { class: "badge plain idle", title: "Role of this key" }, who.role))
+  ui.who.replaceChildren(
+    h("span", { class: "muted" }, "Project"),
+    h("strong", {}, who.project),
+    h("span", { class: "badge plain idle", title: "Role of this key" }, who.role),
+  )
   ui.signin.hidden = true
   ui.topbar.hidden = false
   ui.view.hidden = false
@@ -106,21 +134,23 @@ function enter(who) {
   route()
 }
 
-async function signIn(event) {
+async function signIn(event: SubmitEvent): Promise<void> {
   event.preventDefault()
   const key = ui.key.value.trim()
   if (!key) return setMessage("Enter an API key.")
-  if (!/^[\x21-\x7e]+$/.test(key)) return setMessage("That is not an API key: keys are printable characters without spaces.")
+  if (!/^[\x21-\x7e]+$/.test(key))
+    return setMessage("That is not an API key: keys are printable characters without spaces.")
   ui.submit.disabled = true
   ui.submit.textContent = "Signing in…"
   setMessage("")
   try {
-    const who = await api("/v1/me", { key })
+    const who = await api<Caller>("/v1/me", { key })
     session.save(key)
     ui.key.value = ""
     enter(who)
   } catch (error) {
-    setMessage(error.status === 401 ? "Not signed in: " + error.message : "Could not sign in: " + error.message)
+    const what = statusOf(error) === 401 ? "Not signed in: " : "Could not sign in: "
+    setMessage(what + messageOf(error))
     ui.key.select()
   } finally {
     ui.submit.disabled = false
@@ -128,7 +158,7 @@ async function signIn(event) {
   }
 }
 
-function signOut() {
+function signOut(): void {
   session.clear()
   showSignin("Signed out. The key was removed from this tab.", "ok")
 }
@@ -136,7 +166,7 @@ function signOut() {
 // Routing ---------------------------------------------------------------------------------------
 
 /** Show the view the hash names; a new view (not a new filter of the same one) takes the focus to its heading. */
-function route(fromLink) {
+function route(fromLink?: boolean): void {
   if (!me) return
   const raw = location.hash.replace(/^#/, "") || Home.slice(1)
   const cut = raw.indexOf("?")
@@ -145,7 +175,7 @@ function route(fromLink) {
   for (const [pattern, def] of routes) {
     const match = pattern.exec(path)
     if (!match) continue
-    let params
+    let params: string[]
     try {
       params = match.slice(1).map(decodeURIComponent)
     } catch {
@@ -154,24 +184,27 @@ function route(fromLink) {
     if (current && current.def === def && current.path === path) {
       current.query = query
       draw()
-      return refresh()
+      refresh()
+      return
     }
     focusHeading = Boolean(fromLink)
-    return mount(def, path, params, query)
+    mount(def, path, params, query)
+    return
   }
   focusHeading = Boolean(fromLink)
   mount(notFound, path, [], query)
 }
 
-function mount(def, path, params, query) {
-  if (current && current.ctl) current.ctl.abort()
-  if (!states.has(path)) states.set(path, {})
-  current = { def, path, params, query, state: states.get(path), data: undefined, error: undefined, ctl: undefined }
+function mount(def: AnyView, path: string, params: string[], query: URLSearchParams): void {
+  if (current?.ctl) current.ctl.abort()
+  const state = states.get(path) ?? {}
+  states.set(path, state)
+  current = { def, path, params, query, state, data: undefined, error: undefined, ctl: undefined }
   for (const link of document.querySelectorAll("[data-nav]")) {
     if (link.getAttribute("data-nav") === def.nav) link.setAttribute("aria-current", "page")
     else link.removeAttribute("aria-current")
   }
-  document.title = def.title(context(current)) + " · swarmplane"
+  document.title = `${def.title(context(current))} · swarmplane`
   ui.region.replaceChildren()
   window.scrollTo(0, 0)
   draw()
@@ -180,22 +213,30 @@ function mount(def, path, params, query) {
 
 // Drawing and refreshing ------------------------------------------------------------------------
 
-function draw() {
+function draw(): void {
   const view = current
   if (!view) return
   const ctx = context(view)
-  const nodes = [view.def.head(ctx, view.data)]
+  const nodes: (Node | null)[] = [view.def.head(ctx, view.data)]
   if (view.error) {
-    const what = view.data === undefined ? "Could not load this page:" : "Could not refresh, showing what was last loaded:"
+    const what =
+      view.data === undefined
+        ? "Could not load this page:"
+        : "Could not refresh, showing what was last loaded:"
     nodes.push(h("div", { class: "alert-slot", "data-key": "error" }, errorBox(view.error, what)))
   }
   if (view.data !== undefined) nodes.push(...view.def.render(view.data, ctx))
-  else if (!view.error) nodes.push(h("p", { class: "loading", role: "status", "data-key": "loading" }, "Loading…"))
-  const following = new Map()
+  else if (!view.error)
+    nodes.push(h("p", { class: "loading", role: "status", "data-key": "loading" }, "Loading…"))
+  const following = new Map<string, boolean>()
   for (const pre of ui.region.querySelectorAll("[data-follow]"))
     following.set(pre.id, pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8)
-  morphChildren(ui.region, nodes.filter(Boolean))
-  for (const pre of ui.region.querySelectorAll("[data-follow]")) if (following.get(pre.id) !== false) pre.scrollTop = pre.scrollHeight
+  morphChildren(
+    ui.region,
+    nodes.filter((node): node is Node => Boolean(node)),
+  )
+  for (const pre of ui.region.querySelectorAll("[data-follow]"))
+    if (following.get(pre.id) !== false) pre.scrollTop = pre.scrollHeight
   if (focusHeading && view.data !== undefined) {
     focusHeading = false
     const heading = ui.region.querySelector("h1")
@@ -203,22 +244,22 @@ function draw() {
   }
 }
 
-function setLive(tone, text) {
-  ui.live.className = "live " + tone
+function setLive(tone: string, text: string): void {
+  ui.live.className = `live ${tone}`
   ui.liveText.textContent = text
 }
 
-function stop() {
+function stop(): void {
   clearTimeout(timer)
-  if (current && current.ctl) current.ctl.abort()
+  if (current?.ctl) current.ctl.abort()
 }
 
-function schedule() {
+function schedule(): void {
   clearTimeout(timer)
-  if (current && ui.auto.checked && !document.hidden) timer = setTimeout(refresh, RefreshMs)
+  if (current && ui.auto.checked && !document.hidden) timer = window.setTimeout(refresh, RefreshMs)
 }
 
-async function refresh() {
+async function refresh(): Promise<void> {
   clearTimeout(timer)
   const view = current
   if (!view || !me) return
@@ -231,15 +272,15 @@ async function refresh() {
     if (view !== current || ctl.signal.aborted) return
     view.data = data
     view.error = undefined
-    setLive(ui.auto.checked ? "on" : "off", "Updated " + new Date().toLocaleTimeString())
+    setLive(ui.auto.checked ? "on" : "off", `Updated ${new Date().toLocaleTimeString()}`)
   } catch (error) {
     if (view !== current || ctl.signal.aborted) return
-    if (error && error.status === 401) {
+    if (statusOf(error) === 401) {
       session.clear()
-      return showSignin("Signed out: " + error.message)
+      return showSignin(`Signed out: ${messageOf(error)}`)
     }
     view.error = error
-    setLive("error", "Refresh failed " + new Date().toLocaleTimeString())
+    setLive("error", `Refresh failed ${new Date().toLocaleTimeString()}`)
   }
   draw()
   schedule()
@@ -247,12 +288,12 @@ async function refresh() {
 
 // Events ----------------------------------------------------------------------------------------
 
-function act(event) {
-  const el = event.target instanceof Element ? event.target.closest("[data-action]") : null
-  if (!el || !current || !current.def.actions) return
+function act(event: Event): void {
+  const el = event.target instanceof Element ? event.target.closest<HTMLElement>("[data-action]") : null
+  if (!el || !current?.def.actions) return
   const field = el.tagName === "SELECT" || el.tagName === "INPUT"
   if (field !== (event.type === "change")) return
-  const handler = current.def.actions[el.getAttribute("data-action")]
+  const handler = current.def.actions[el.getAttribute("data-action") ?? ""]
   if (!handler) return
   event.preventDefault()
   handler(el, context(current))
@@ -276,16 +317,20 @@ document.addEventListener("visibilitychange", () => {
   else if (current && ui.auto.checked) refresh()
 })
 
-async function boot() {
+async function boot(): Promise<void> {
   const key = session.key
   if (!key) return showSignin()
   try {
-    enter(await api("/v1/me", { key }))
+    enter(await api<Caller>("/v1/me", { key }))
   } catch (error) {
-    if (error.status === 401) session.clear()
-    showSignin(error.status === 401 ? "Your key is no longer accepted: " + error.message : "Could not reach the control plane: " + error.message)
+    const unauthorized = statusOf(error) === 401
+    if (unauthorized) session.clear()
+    showSignin(
+      unauthorized
+        ? `Your key is no longer accepted: ${messageOf(error)}`
+        : `Could not reach the control plane: ${messageOf(error)}`,
+    )
   }
 }
 
 boot()
-`
