@@ -1,8 +1,81 @@
 /**
- * `npm start`: the local control plane (the same as `swarmplane dev`). The environment it reads is
- * documented on `runLocal` and in docs/configuration.md.
+ * `npm start` and `swarmplane dev` (which runs this file as a child process): the local control plane
+ * as a program, and its composition root, the one place that reads the local environment. It turns
+ * the environment into `LocalOptions`, starts the plane (functions/local/) and runs it until
+ * SIGINT/SIGTERM (or, under `swarmplane dev`, until the CLI is gone); a second signal exits at once.
+ * A configuration error exits 2, a failed start 1.
+ *
+ *   SWARMPLANE_DATA_DIR    state, secrets and the admin key (default `.swarmplane`)
+ *   SWARMPLANE_PORT        API port (default 8787); SWARMPLANE_HOST (default 127.0.0.1)
+ *   SWARMPLANE_ADMIN_KEY   use this admin key instead of a generated one
+ *   SWARMPLANE_CONFIG_DIR  where the CLI's config lives (default ~/.config/swarmplane)
+ *   SWARMPLANE_LOG         debug | info | warn | error (default info)
+ *
+ * The same list is in docs/configuration.md. Local worker agents start with this environment.
  */
-import { runLocal } from "@swarmplane/core/local/main"
+import { homedir } from "node:os"
+import { join, relative, resolve } from "node:path"
+import { consoleLogger } from "./local/console-logger"
+import { startLocalControlPlane } from "./local/control-plane"
 
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true"
-await runLocal(process.env)
+const env = process.env
+env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true"
+
+function fail(message: string, code: number): never {
+  console.error(message)
+  process.exit(code)
+}
+
+// 1. Configuration.
+const logger = consoleLogger({ level: (env.SWARMPLANE_LOG ?? "info") as "debug" | "info" | "warn" | "error" })
+const dataDir = resolve(env.SWARMPLANE_DATA_DIR ?? ".swarmplane")
+const port = Number(env.SWARMPLANE_PORT ?? 8787)
+if (!Number.isInteger(port) || port < 0 || port > 65535)
+  fail(`SWARMPLANE_PORT must be a port number (0-65535), got "${env.SWARMPLANE_PORT}"`, 2)
+const adminKey = env.SWARMPLANE_ADMIN_KEY
+if (adminKey !== undefined && adminKey.length < 16)
+  fail("SWARMPLANE_ADMIN_KEY must be at least 16 characters; unset it to get a generated key", 2)
+const cliConfigDir =
+  env.SWARMPLANE_CONFIG_DIR ?? join(env.XDG_CONFIG_HOME ?? join(homedir(), ".config"), "swarmplane")
+
+// 2. Start, and say where everything is.
+const started = Date.now()
+const plane = await startLocalControlPlane({
+  dataDir,
+  host: env.SWARMPLANE_HOST ?? "127.0.0.1",
+  port,
+  logger,
+  cliConfigDir,
+  agentEnv: env,
+  ...(adminKey ? { adminKey } : {}),
+}).catch((error: unknown) => fail(`swarmplane: ${error instanceof Error ? error.message : String(error)}`, 1))
+const rel = relative(process.cwd(), dataDir)
+const shownDir = rel === "" ? "." : rel.startsWith("..") ? dataDir : rel
+logger.info(
+  `swarmplane local control plane on ${plane.url} (state in ${shownDir}/, ready in ${Date.now() - started} ms)`,
+)
+// Shown once, on the first start, as the issue of a new key always is; later starts only say where it is.
+if (plane.adminKeyCreated && !adminKey)
+  console.log(
+    `\n  admin key (also in ${shownDir}/admin-key and the CLI profile "local"):\n  ${plane.adminKey}\n`,
+  )
+else logger.info(`admin key in ${shownDir}/admin-key and the CLI profile "local"`)
+logger.info(`try: curl ${plane.url}/health   docs: ${plane.url}/docs`)
+
+// 3. Run until a signal.
+let stopping = false
+const stop = async (why: string) => {
+  if (stopping) {
+    logger.info(`${why} again: exiting now`)
+    process.exit(130)
+  }
+  stopping = true
+  logger.info(`${why}: stopping`)
+  await plane.stop()
+  process.exit(0)
+}
+process.on("SIGINT", () => void stop("SIGINT"))
+process.on("SIGTERM", () => void stop("SIGTERM"))
+// Run by `swarmplane dev`, which forwards signals and keeps an IPC channel open: when the channel
+// closes, the CLI is gone (killed outright), and the plane stops rather than run on unowned.
+if (process.connected) process.once("disconnect", () => void stop("the CLI exited"))

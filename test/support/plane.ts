@@ -6,8 +6,8 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type LocalControlPlane, startLocalControlPlane } from "@swarmplane/core/local/control-plane"
 import { memoryLogger } from "@swarmplane/core/util/logger"
+import { type LocalControlPlane, startLocalControlPlane } from "../../functions/local/control-plane"
 import { root } from "./local"
 
 export const agentBin = join(root, "packages", "agent", "bin", "swarmplane-agent.mjs")
@@ -31,6 +31,7 @@ export async function startPlane(
     port: 0,
     logger: memoryLogger(),
     localBackend: false,
+    agentEnv: process.env,
     reconcileEveryMs: options.reconcileEveryMs ?? 300,
     autoscaleEveryMs: options.autoscaleEveryMs ?? 3_600_000,
   })

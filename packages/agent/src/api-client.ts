@@ -3,7 +3,7 @@
  * an `ApiError` that says whether trying again can help, so the loop never has to read status codes.
  */
 import type { z } from "@hono/zod-openapi"
-import type { DesiredAttempt, ObservedAttempt, RegisterWorkerRequest } from "@swarmplane/core/model/worker"
+import type { DesiredAttempt, ObservedAttempt, RegisterWorkerRequest } from "@swarmplane/core/contract/worker"
 
 export type RegisterBody = z.input<typeof RegisterWorkerRequest>
 

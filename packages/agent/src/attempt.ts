@@ -6,8 +6,12 @@
 import { readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileSafe, progressCounters } from "@swarmplane/core/model/progress"
-import type { DesiredAttempt, ObservedAttempt } from "@swarmplane/core/model/worker"
+import {
+  type DesiredAttempt,
+  fileSafe,
+  type ObservedAttempt,
+  progressCounters,
+} from "@swarmplane/core/contract/worker"
 import type { Logger } from "./logger"
 import { freePort, httpUrl } from "./net"
 import { type ProcessOutcome, ProcessRun } from "./process-runner"

@@ -1,4 +1,4 @@
-import type { ObservedAttempt } from "@swarmplane/core/model/worker"
+import type { ObservedAttempt } from "@swarmplane/core/contract/worker"
 import { describe, expect, it } from "vitest"
 import { fitLogBudget } from "./report-budget"
 

@@ -3,7 +3,7 @@
  * hundreds of attempts, and one request to the control plane (a Lambda behind a Function URL) must
  * stay small; tails that do not fit wait for a later heartbeat.
  */
-import type { ObservedAttempt } from "@swarmplane/core/model/worker"
+import type { ObservedAttempt } from "@swarmplane/core/contract/worker"
 
 /** Total characters of log tails in one heartbeat. */
 export const LogBudgetChars = 256 * 1024

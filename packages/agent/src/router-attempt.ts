@@ -2,7 +2,7 @@
  * A `router` attempt: the swarm router run inside the agent on a free port. Its upstreams come with
  * every heartbeat answer; it is ready while it has at least one.
  */
-import type { DesiredAttempt, ObservedAttempt } from "@swarmplane/core/model/worker"
+import type { DesiredAttempt, ObservedAttempt } from "@swarmplane/core/contract/worker"
 import { type Attempt, type AttemptContext, type Observation, ReportLimits } from "./attempt"
 import { httpUrl } from "./net"
 import type { ProcessOutcome } from "./process-runner"

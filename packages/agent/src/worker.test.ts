@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs"
-import type { DesiredAttempt } from "@swarmplane/core/model/worker"
+import type { DesiredAttempt } from "@swarmplane/core/contract/worker"
 import { afterEach, describe, expect, it } from "vitest"
 import { controlPlane } from "./api-client"
 import { type FakeControlPlane, startFakeControlPlane } from "./testing/fake-control-plane"

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
-import type { DesiredAttempt } from "@swarmplane/core/model/worker"
+import type { DesiredAttempt } from "@swarmplane/core/contract/worker"
 import { ApiError, type ControlPlane, type RegisterBody } from "./api-client"
 import { type Attempt, type AttemptContext, NeverStartedAttempt, ProcessAttempt } from "./attempt"
 import { type Logger, silentLogger } from "./logger"

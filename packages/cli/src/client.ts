@@ -1,17 +1,13 @@
 /**
- * The typed client of swarmplane's HTTPS API: one function per endpoint, typed with the core model.
+ * The typed client of swarmplane's HTTPS API: one function per endpoint, typed with the wire contract.
  * The CLI talks to the control plane only through this. Failures are `ApiError`s
  * (`{ status, code, message, details }` from the API's `{ error }` body; status 0 for network errors).
  */
 import type { z } from "@hono/zod-openapi"
 import type {
-  BackendDescriptor,
-  ResourceCapacity,
-  ScaleGroupStatus,
-} from "@swarmplane/core/backends/protocol"
-import type {
   ApiKeyInfo,
   Backend,
+  BackendDescriptor,
   Caller,
   CreateBackendRequest,
   CreatedKey as CreatedKeySchema,
@@ -24,17 +20,20 @@ import type {
   JobDetail as JobDetailSchema,
   JobSpec,
   JobStatus,
+  LogTail,
+  ResourceCapacity,
   Role,
+  ScaleGroupStatus,
   Swarm,
   SwarmPhase,
   SwarmRequest,
   Task,
   Worker,
-} from "@swarmplane/core/model/index"
+} from "@swarmplane/core/contract"
 import { type HttpOptions, type Transport, transport } from "./http"
 
 export { ApiError, isRecord } from "./http"
-export type { Backend, Caller, Event, Job, JobStatus, Role, Swarm, SwarmPhase, Task, Worker }
+export type { Backend, Caller, Event, Job, JobStatus, LogTail, Role, Swarm, SwarmPhase, Task, Worker }
 
 export type JobDetail = z.infer<typeof JobDetailSchema>
 export type CreatedKey = z.infer<typeof CreatedKeySchema>
@@ -58,13 +57,6 @@ export interface BackendStatus {
   autoscaler: { groups: ScaleGroupStatus[] } | Failed
 }
 export type Failed = { error: string }
-
-export interface LogTail {
-  attemptUid: string
-  lines: string[]
-  truncated: boolean
-  updatedAt?: string
-}
 
 export interface Page<T> {
   items: T[]

@@ -1,13 +1,19 @@
 /**
  * Spec files (YAML or JSON) for swarms, jobs and backends: read, parse with positions, tell the kind
  * apart, normalise field names (snake_case, domyn-swarm's swarm format) and validate offline with the
- * same zod schemas and the same wording as the API (`SwarmRequest`, `JobRequest`, `CreateBackendRequest`;
- * `friendlyMessage` of api/issues.ts). Every error carries the path the user wrote and its line:column.
+ * same zod schemas and the same wording as the API (`SwarmRequest`, `JobRequest`, `CreateBackendRequest`
+ * and `friendlyMessage`, from the wire contract). Every error carries the path the user wrote and its
+ * line:column.
  */
 import { readFile } from "node:fs/promises"
 import type { z } from "@hono/zod-openapi"
-import { friendlyMessage } from "@swarmplane/core/api/issues"
-import { BackendTypes, CreateBackendRequest, JobRequest, SwarmRequest } from "@swarmplane/core/model/index"
+import {
+  BackendTypes,
+  CreateBackendRequest,
+  friendlyMessage,
+  JobRequest,
+  SwarmRequest,
+} from "@swarmplane/core/contract"
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
 import { CliError, ExitCode } from "./errors"
 import { isRecord } from "./http"

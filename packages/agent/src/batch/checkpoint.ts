@@ -10,9 +10,9 @@
  * attempt, and it must not erase a result).
  */
 import { randomBytes } from "node:crypto"
-import { fileSafe } from "@swarmplane/core/model/progress"
+import { fileSafe } from "@swarmplane/core/contract/worker"
 import type { RowError } from "./client"
-import type { OutputStore } from "./output-store"
+import type { OutputStore } from "./output-port"
 
 /** One line of a part and of the merged output. */
 export interface ResultRow {

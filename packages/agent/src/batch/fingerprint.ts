@@ -8,7 +8,7 @@
  * still resume from the parts they write.
  */
 import { createHash } from "node:crypto"
-import type { OutputStore } from "./output-store"
+import type { OutputStore } from "./output-port"
 import type { BatchRow } from "./rows"
 
 export interface FingerprintInput {

@@ -8,7 +8,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { UsageError } from "../cli"
-import { LocalOutput, type OutputStore, openOutput } from "./output-store"
+import type { OutputStore } from "./output-port"
+import { LocalOutput, openOutput } from "./output-store"
 import { type FakeS3, startFakeS3 } from "./testing/fake-s3"
 
 let s3: FakeS3

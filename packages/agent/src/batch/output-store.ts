@@ -1,32 +1,14 @@
 /**
- * Where a run's parts, progress and results go: the `OutputStore` port, by names relative to the
- * output (`shard-0/progress.json`), and its adapters: `LocalOutput(dir)` here, `S3Output` in
- * s3-output.ts. `openOutput` picks one from `--output` (a folder, or `s3://bucket/prefix`).
+ * Where a run's parts, progress and results go: the adapters of the `OutputStore` port (output-port.ts),
+ * `LocalOutput(dir)` here and `S3Output` in s3-output.ts, and `openOutput`, which picks one from
+ * `--output` (a folder, or `s3://bucket/prefix`).
  */
 import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises"
 import { dirname, join } from "node:path"
 import { UsageError } from "../cli"
+import { binaryOrder, type OutputStore } from "./output-port"
 import { parseS3Prefix } from "./s3"
 import { S3Output } from "./s3-output"
-
-/** A folder of whole files. Names are relative, `/`-separated, and never start with `/`. */
-export interface OutputStore {
-  /** The output as given (`out`, `s3://bucket/prefix`), for messages. */
-  readonly location: string
-  /** The files directly in folder `dir`, in UTF-8 binary order; none when it is empty or absent. */
-  list(dir: string): Promise<string[]>
-  /** The text of `name`; undefined when it does not exist. */
-  read(name: string): Promise<string | undefined>
-  /** Create or replace `name` whole: a reader sees the old text or the new one, never a part. */
-  write(name: string, text: string): Promise<void>
-  /** Where `name` is, for messages and results: a path, or an `s3://` URL. */
-  where(name: string): string
-  /** Release connections. Idempotent. */
-  close(): void
-}
-
-/** S3's key order: by UTF-8 bytes (JavaScript's default sort is by UTF-16 units). */
-export const binaryOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b))
 
 /** The store for `--output`; an `s3://` URL without a bucket is a `UsageError`. */
 export async function openOutput(location: string, env: NodeJS.ProcessEnv): Promise<OutputStore> {

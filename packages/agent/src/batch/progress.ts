@@ -12,7 +12,8 @@
  * been sent to the endpoint (answered or not, earlier attempts' skipped rows included); `resent` rows
  * are ones an earlier attempt had sent but not checkpointed when it ended, which this one sends again.
  */
-import { type OutputStore, writeFileAtomic } from "./output-store"
+import type { OutputStore } from "./output-port"
+import { writeFileAtomic } from "./output-store"
 
 export const ProgressState = ["running", "succeeded", "failed", "stopped"] as const
 export type ProgressState = (typeof ProgressState)[number]

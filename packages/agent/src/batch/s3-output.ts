@@ -10,7 +10,7 @@
  */
 import type { S3Client } from "@aws-sdk/client-s3"
 import { UsageError } from "../cli"
-import { binaryOrder, type OutputStore } from "./output-store"
+import { binaryOrder, type OutputStore } from "./output-port"
 import { s3Client, s3ErrorCode } from "./s3"
 
 export interface S3OutputOptions {

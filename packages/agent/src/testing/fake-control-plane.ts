@@ -11,7 +11,7 @@ import {
   HeartbeatRequest,
   type ObservedAttempt,
   RegisterWorkerRequest,
-} from "@swarmplane/core/model/worker"
+} from "@swarmplane/core/contract"
 
 export interface Heartbeat {
   workerId: string

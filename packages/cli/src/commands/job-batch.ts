@@ -7,7 +7,7 @@
  * (`--max-retries` is the task's retries after it fails).
  */
 import { resolve } from "node:path"
-import type { BatchSpec } from "@swarmplane/core/model/index"
+import type { BatchSpec } from "@swarmplane/core/contract"
 import { type Command, Option } from "commander"
 import { isRecord } from "../client"
 import { UsageError } from "../errors"

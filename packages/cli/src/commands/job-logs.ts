@@ -3,10 +3,10 @@
  * attempts). `--follow` polls the tail and prints only lines it has not printed yet, until the tasks
  * end; a retry (a new attempt) is announced and its output follows.
  */
-import { TerminalTaskStates } from "@swarmplane/core/model/states"
-import { mapLimit } from "@swarmplane/core/util/concurrency"
+import { TerminalTaskStates } from "@swarmplane/core/contract"
 import type { Command } from "commander"
 import type { Client, JobDetail, LogTail, Task } from "../client"
+import { mapLimit } from "../concurrency"
 import type { Ctx } from "../context"
 import { CliError, ExitCode, UsageError } from "../errors"
 import { client, common, examples, integer, note, out, outputOption, show } from "../kit"

@@ -1,6 +1,6 @@
 /**
  * Commands that need no control plane: `profile list|use|set|delete`, `config validate` (offline, the
- * API's own schemas) and `dev` (runs the local control plane in this process).
+ * API's own schemas) and `dev` (runs the local control plane, `npm start`'s program, as a child process).
  */
 import type { Command } from "commander"
 import { Option } from "commander"
@@ -9,20 +9,18 @@ import type { Ctx } from "../context"
 import { CliError, ExitCode, UsageError } from "../errors"
 import { formatIssue, type Kind, Kinds, parseSpec, readSpecText } from "../files"
 import { common, examples, note, out, outputOption, show } from "../kit"
+import { runLocalPlane } from "../local-plane"
 import { table } from "../output"
 
 export function setupCommands(program: Command, ctx: Ctx): void {
   examples(
     program
       .command("dev")
-      .description("run the local control plane in this process (the same as npm start); Ctrl-C stops it"),
+      .description("run the local control plane (the same as npm start); Ctrl-C stops it"),
     ["swarmplane dev", "SWARMPLANE_PORT=9000 SWARMPLANE_DATA_DIR=/tmp/sp swarmplane dev"],
   ).action(async () => {
-    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true"
-    const { runLocal } = await import("@swarmplane/core/local/main")
-    await runLocal(ctx.env)
-    // It runs until a signal; its handler exits the process.
-    await new Promise<never>(() => {})
+    // It runs until a signal; the CLI ends with the plane's exit code.
+    ctx.exitCode = await runLocalPlane(ctx.env)
   })
 
   const profile = program.command("profile").description(`control planes and keys (${configPath(ctx.env)})`)

@@ -1,61 +1,10 @@
 /**
- * Turns zod issues into `{ path, message }` pairs that name the field and say what to send, e.g.
- * `config.port: must be at most 65535` or `type: must be one of "slurm", "lepton", "eks", "workers"`.
+ * A failed parse as the API reports it: `{ path, message }` pairs such as `config.port: must be at most
+ * 65535`, worded by `friendlyMessage` (model/issues.ts; the CLI words its offline checks with it too).
  */
 import type { z } from "@hono/zod-openapi"
+import { friendlyMessage } from "../model/issues"
 import type { FieldIssue } from "../util/errors"
-
-type Issue = z.core.$ZodIssue
-
-const article = (type: string) => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`)
-
-function bound(issue: Issue & { code: "too_big" | "too_small" }): string {
-  const limit = String(issue.code === "too_big" ? issue.maximum : issue.minimum)
-  const inclusive = issue.inclusive !== false
-  const word =
-    issue.code === "too_big" ? (inclusive ? "at most" : "less than") : inclusive ? "at least" : "more than"
-  switch (issue.origin) {
-    case "string":
-      return `must be ${word} ${limit} characters long`
-    case "array":
-    case "set":
-      return `must have ${word} ${limit} items`
-    case "object":
-    case "record":
-      return `must have ${word} ${limit} entries`
-    default:
-      return `must be ${word} ${limit}`
-  }
-}
-
-export function friendlyMessage(issue: Issue): string {
-  switch (issue.code) {
-    case "invalid_type": {
-      const received = /received (\w+)/.exec(issue.message)?.[1]
-      if (received === "undefined") return `is required: send ${article(issue.expected)}`
-      return `must be ${article(issue.expected)}${received ? `, not ${article(received)}` : ""}`
-    }
-    case "unrecognized_keys":
-      return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}: remove ${issue.keys.length > 1 ? "them" : "it"} (the fields are listed at /docs)`
-    case "invalid_union": {
-      const options = (issue as { options?: unknown[] }).options
-      if (Array.isArray(options) && options.length)
-        return `must be one of ${options.map((o) => JSON.stringify(o)).join(", ")}`
-      return "does not match any allowed form"
-    }
-    case "invalid_value":
-      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`
-    case "too_big":
-    case "too_small":
-      return bound(issue)
-    case "not_multiple_of":
-      return `must be a multiple of ${String(issue.divisor)}`
-    case "invalid_format":
-      return issue.message.startsWith("Invalid") ? `must be a valid ${issue.format}` : issue.message
-    default:
-      return issue.message
-  }
-}
 
 /** Field issues of a failed parse; `prefix` names where the input came from (`query`, `path`), none for the body. */
 export function fieldIssues(error: z.ZodError, prefix?: string): FieldIssue[] {

@@ -1,19 +1,21 @@
 /**
  * The `local` scale-group provider: worker agents as child processes of the local control plane.
  * Each gets its instance id, the group's resources and attributes as flags, and the pool's API key in
- * its environment (never on the command line). Output goes to `<data dir>/workers/<instance>.log`.
+ * its environment (never on the command line), on top of the environment the plane was given. Output goes to `<data dir>/workers/<instance>.log`.
  * Stopping sends SIGTERM (the agent stops its own children), then SIGKILL after a grace period.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { createWriteStream, mkdirSync } from "node:fs"
 import { join } from "node:path"
-import type { ProviderInstance, ScaleGroupProvider, ScaleTarget } from "../backends/workers/providers"
-import type { Logger } from "../util/logger"
+import type { ProviderInstance, ScaleGroupProvider, ScaleTarget } from "@swarmplane/core/providers/port"
+import type { Logger } from "@swarmplane/core/util/logger"
 
 export interface LocalProviderOptions {
   /** The agent's launcher (packages/agent/bin/swarmplane-agent.mjs). */
   agentBin: string
+  /** The environment agents start with (PATH, credentials for their tasks); the edge passes its own. */
+  env: Record<string, string | undefined>
   /** Folder for the agents' logs. */
   logDir: string
   logger: Logger
@@ -81,7 +83,7 @@ export function LocalProvider(
         ]
         const log = createWriteStream(join(options.logDir, `${id}.log`), { flags: "a" })
         const child = spawn(process.execPath, args, {
-          env: { ...process.env, SWARMPLANE_TOKEN: token },
+          env: { ...options.env, SWARMPLANE_TOKEN: token },
           stdio: ["ignore", "pipe", "pipe"],
         })
         child.stdout?.pipe(log)

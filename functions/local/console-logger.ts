@@ -1,5 +1,5 @@
 /** The local control plane's logger: one readable line per entry, `HH:MM:SS message`, secrets redacted. */
-import { type LogFields, type Logger, redact } from "../util/logger"
+import { type LogFields, type Logger, redact } from "@swarmplane/core/util/logger"
 
 const levels = ["debug", "info", "warn", "error"] as const
 type Level = (typeof levels)[number]

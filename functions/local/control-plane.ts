@@ -1,7 +1,7 @@
 /**
  * The local control plane: the same API, schedule consumer and ticks as the deployed one, on
  * `@hono/node-server` with embedded dynalite and fauxqs and timers in place of the crons. It reads no
- * environment itself: `functions/local.ts` turns the environment into these options.
+ * environment itself: `functions/local.ts` turns the environment into these options (tests build them).
  *
  * Steps: 1. data folder and its lock; 2. embedded servers, table and queues; 3. runtime; 4. bootstrap
  * (default project, admin key, CLI profile); 5. HTTP server; 6. schedule consumer and tick timers.
@@ -13,16 +13,16 @@ import { availableParallelism, totalmem } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { serve } from "@hono/node-server"
-import { createApp } from "../api/app"
-import { bootstrapOperator } from "../bootstrap"
-import { handleScheduleBatch } from "../control/schedule"
-import { autoscaleTick, reconcileTick, tickWhileBusy } from "../control/ticks"
-import { BackendConfig } from "../model/backend"
-import { ensureQueues, SqsQueue } from "../queue/sqs"
-import { createRuntime, type Runtime } from "../runtime"
-import { FileSecrets } from "../secrets/files"
-import { DynamoStore, ensureTable } from "../store/dynamo"
-import type { Logger } from "../util/logger"
+import { createApp } from "@swarmplane/core/api/app"
+import { bootstrapOperator } from "@swarmplane/core/bootstrap"
+import { handleScheduleBatch } from "@swarmplane/core/control/schedule"
+import { autoscaleTick, reconcileTick, tickWhileBusy } from "@swarmplane/core/control/ticks"
+import { BackendConfig } from "@swarmplane/core/model/backend"
+import { ensureQueues, SqsQueue } from "@swarmplane/core/queue/sqs"
+import { createRuntime, type Runtime } from "@swarmplane/core/runtime"
+import { FileSecrets } from "@swarmplane/core/secrets/files"
+import { DynamoStore, ensureTable } from "@swarmplane/core/store/dynamo"
+import type { Logger } from "@swarmplane/core/util/logger"
 import { LocalProvider } from "./provider"
 import { dynamoClient, type Embedded, sqsClient, startDynalite, startFauxqs } from "./servers"
 
@@ -41,6 +41,8 @@ export interface LocalOptions {
   localBackend?: boolean
   /** The agent launcher the local provider runs (default: this checkout's). */
   agentBin?: string
+  /** The environment local worker agents start with (the edge passes its own). */
+  agentEnv: Record<string, string | undefined>
   /** Tick periods, ms. */
   reconcileEveryMs?: number
   autoscaleEveryMs?: number
@@ -110,7 +112,9 @@ async function writeCliProfile(dir: string, api: string, key: string): Promise<s
   return file
 }
 
-const defaultAgentBin = fileURLToPath(new URL("../../../agent/bin/swarmplane-agent.mjs", import.meta.url))
+const defaultAgentBin = fileURLToPath(
+  new URL("../../packages/agent/bin/swarmplane-agent.mjs", import.meta.url),
+)
 
 /** The key local agents register with (a `write` key of the operator project), kept in the data folder. */
 async function ensureWorkerKey(rt: Runtime, file: string): Promise<string> {
@@ -215,6 +219,7 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
     let connection: { api: string; token: string } | undefined
     const provider = LocalProvider({
       agentBin: options.agentBin ?? defaultAgentBin,
+      env: options.agentEnv,
       logDir: join(options.dataDir, "workers"),
       logger,
       connection: () => {
