@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: every benchmark, each printing a table with ratios against a baseline run in the
- * same process. `npm run bench -- scheduler` (or `store`, `slurm`, `batch`) runs one.
+ * same process. `npm run bench -- scheduler` (or `store`, `reconcile`, `slurm`, `batch`) runs one.
  */
 import { main as batchBench } from "./batch"
+import { main as reconcileBench } from "./reconcile"
 import { main as schedulerBench } from "./scheduler"
 import { main as slurmBench } from "./slurm"
 import { main as storeBench } from "./store"
@@ -12,6 +13,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true"
 const benches: Record<string, () => Promise<void>> = {
   store: storeBench,
   scheduler: schedulerBench,
+  reconcile: reconcileBench,
   slurm: slurmBench,
   batch: batchBench,
 }

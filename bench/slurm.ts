@@ -5,8 +5,8 @@
  * command; the baseline, run in the same process on the same jobs, is what it did before: a new
  * connection every pass and one more command per swarm.
  */
-import type { TaskRef } from "@swarmplane/core/backends/protocol"
-import { type AnyBackend, createBackend } from "@swarmplane/core/backends/registry"
+import { isServing, type TaskBackend, type TaskRef } from "@swarmplane/core/backends/protocol"
+import { createBackend } from "@swarmplane/core/backends/registry"
 import { SshSession } from "@swarmplane/core/backends/slurm/ssh"
 import { closeSharedSessions } from "@swarmplane/core/backends/slurm/ssh-pool"
 import { BackendConfig } from "@swarmplane/core/model/backend"
@@ -31,10 +31,10 @@ const label: Record<Variant, string> = {
 }
 
 /** `n` tasks as arrays of 10, submitted and live (most wait in Slurm's queue: the node has 8 CPUs). */
-async function launchTasks(rt: Runtime, backend: AnyBackend, n: number, tag: string): Promise<TaskRef[]> {
+async function launchTasks(rt: Runtime, backend: TaskBackend, n: number, tag: string): Promise<TaskRef[]> {
   const refs: TaskRef[] = []
   for (let j = 0; j < n / TasksPerJob; j++) {
-    const job = await rt.repos.jobs.create(
+    const job = await rt.transitions.jobs.create(
       "bench",
       `job-${tag}-${j}`,
       JobSpec.parse({ command: ["sleep", "600"], tasks: TasksPerJob, resources: { cpu: 1, memoryMiB: 64 } }),
@@ -100,7 +100,13 @@ export async function main(): Promise<void> {
     createdAt: "",
     updatedAt: "",
   }
-  const setup = createBackend(record, rt)
+  // The Slurm backend serves swarms as well as running tasks.
+  const open = () => {
+    const backend = createBackend(record, rt)
+    if (!isServing(backend)) throw new Error("a slurm backend serves swarms")
+    return backend
+  }
+  const setup = open()
   const now = new Date().toISOString()
   const swarms: Swarm[] = []
   for (let i = 0; i < Swarms; i++) {
@@ -133,7 +139,7 @@ export async function main(): Promise<void> {
           if (variant === "baseline") closeSharedSessions()
           const [connects, commands] = [SshSession.totalConnects, SshSession.totalCommands]
           const t0 = performance.now()
-          const backend = createBackend(record, rt)
+          const backend = open()
           await backend.reconcile({ live, ...(variant === "swarmplane" ? { swarms } : {}) })
           for (const swarm of swarms) await backend.servingStatus(swarm)
           await backend.close()
@@ -149,7 +155,7 @@ export async function main(): Promise<void> {
         }
     }
   } finally {
-    const cleanup = createBackend(record, rt)
+    const cleanup = open()
     for (const swarm of swarms) await cleanup.delete(swarm, 0)
     await cleanup.close()
     const session = new SshSession({

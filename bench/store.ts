@@ -4,11 +4,11 @@
  * writes them 25 per BatchWriteItem. Both run here, in the same process, on the same server.
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb"
-import { newTask } from "@swarmplane/core/control/task-state"
-import { startDynalite } from "@swarmplane/core/local/servers"
+import { newTask } from "@swarmplane/core/rules/task-state"
 import { countDynamoCalls } from "@swarmplane/core/store/counting"
 import { DynamoStore, ensureTable } from "@swarmplane/core/store/dynamo"
 import type { NewItem } from "@swarmplane/core/store/port"
+import { startDynalite } from "../functions/local/servers"
 import { median, table } from "./util"
 
 export async function main(): Promise<void> {

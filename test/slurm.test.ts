@@ -167,7 +167,7 @@ suite("slurm backend on a real cluster", () => {
     const record = (await p.call("GET", "/v1/backends/hpc")).json
     const backend = createBackend(record, p.plane.runtime)
     const spec = { command: ["sleep", "30"], tasks: 2 }
-    const created = await p.plane.runtime.repos.jobs.create(
+    const created = await p.plane.runtime.transitions.jobs.create(
       "default",
       "job-adopt-test",
       (await import("@swarmplane/core/model/job")).JobSpec.parse(spec),

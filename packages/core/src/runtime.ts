@@ -3,24 +3,21 @@
  * over a store, the queue, clock, logger and secrets. `functions/deps.ts` builds it from the deployed
  * resources; `functions/local.ts` from the embedded servers; tests from memory adapters.
  */
-import type { Providers } from "./backends/workers/providers"
+import type { Providers } from "./providers/port"
 import type { ScheduleQueue } from "./queue/port"
+import type { Secrets } from "./secrets/port"
 import { Repos } from "./store"
 import type { StateStore } from "./store/port"
+import { Transitions } from "./transitions"
 import { type Clock, systemClock } from "./util/clock"
 import type { Logger } from "./util/logger"
 
-/**
- * Resolves the secrets backend configs name (`sshKeySecret`, `tokenSecret`). Secrets are scoped by
- * project: a config in project B can never name project A's secret. Never logs values.
- */
-export interface Secrets {
-  /** The secret's value; throws a `VisibleError` (`secret.not_found`) naming the secret when absent. */
-  get(project: string, name: string): Promise<string>
-}
+export type { Secrets }
 
 export interface Runtime {
   repos: Repos
+  /** The rules applied to stored items: every job, task and swarm change goes through here. */
+  transitions: Transitions
   queue: ScheduleQueue
   clock: Clock
   logger: Logger
@@ -51,8 +48,10 @@ export const DefaultOperatorProject = "default"
 
 export function createRuntime(options: RuntimeOptions): Runtime {
   const clock = options.clock ?? systemClock
+  const repos = Repos(options.store, clock, options.logger, options.pepper)
   return {
-    repos: Repos(options.store, clock, options.logger, options.pepper),
+    repos,
+    transitions: Transitions(repos, clock),
     queue: options.queue,
     clock,
     logger: options.logger,

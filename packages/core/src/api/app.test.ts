@@ -10,6 +10,14 @@ const workersBackend = {
   },
 }
 const job = (extra: Record<string, unknown> = {}) => ({ command: ["python", "infer.py"], tasks: 4, ...extra })
+const slurmConfig = {
+  type: "slurm",
+  loginHost: "login",
+  user: "svc",
+  sshKeySecret: "k",
+  hostKey: "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+  partition: "gpu",
+}
 
 async function withBackend() {
   const api = await testApi()
@@ -390,7 +398,7 @@ describe("bad input", () => {
     const stored = (await api.deps.repos.jobs.get("default", id))!
     for (const index of [0, 1]) {
       const uid = `a-${index}`
-      await api.deps.repos.jobs.applyReports(stored, [
+      await api.deps.transitions.jobs.applyReports(stored, [
         { index, outcome: { kind: "assigned", attemptUid: uid, workerId: "w" } },
         { index, outcome: { kind: "running", attemptUid: uid } },
         { index, outcome: { kind: "succeeded", attemptUid: uid, exitCode: 0 } },
@@ -789,10 +797,9 @@ describe("workers", () => {
       code: "worker.scale_group_invalid",
       details: [{ path: "scaleGroup" }],
     })
-    const eks = { id: "eks", config: { type: "eks", clusterName: "c", region: "us-west-2", localQueue: "q" } }
-    await api.call("POST", "/v1/backends", { body: eks })
+    await api.call("POST", "/v1/backends", { body: { id: "hpc", config: slurmConfig } })
     const wrongType = await api.call("POST", "/v1/workers/register", {
-      body: { ...worker, backendId: "eks", scaleGroup: undefined },
+      body: { ...worker, backendId: "hpc", scaleGroup: undefined },
     })
     expect(wrongType.json.error.code).toBe("worker.backend_invalid")
   })
@@ -812,12 +819,41 @@ describe("backends", () => {
     expect(got.config.heartbeatGraceS).toBe(90)
   })
 
+  test("a type this release does not implement is refused by name, and nothing is written or queued", async () => {
+    const api = await withBackend()
+    const before = { writes: api.store.writes(), queued: api.queue.pending().length }
+    const types = {
+      lepton: {
+        type: "lepton",
+        workspaceId: "ws1",
+        tokenSecret: "lepton-token",
+        nodeGroup: "h100",
+        resourceShape: "gpu.1xh100-80gb",
+      },
+      eks: { type: "eks", clusterName: "c", region: "us-west-2", localQueue: "q" },
+    }
+    for (const [type, config] of Object.entries(types)) {
+      const res = await api.call("POST", "/v1/backends", { body: { id: `new-${type}`, config } })
+      expect(res.status).toBe(422)
+      expect(res.json.error).toMatchObject({
+        code: "backend.not_available",
+        message: `the ${type} backend is not available in this release; available types: slurm, workers`,
+        details: { type, available: ["slurm", "workers"] },
+      })
+      expect((await api.call("GET", `/v1/backends/new-${type}`)).status).toBe(404)
+      // Nor may an existing backend become one.
+      const replace = await api.call("POST", "/v1/backends", { body: { id: "local", config } })
+      expect(replace.json.error.code).toBe("backend.not_available")
+    }
+    expect(api.store.writes()).toBe(before.writes)
+    expect(api.queue.pending().length).toBe(before.queued)
+    expect((await api.call("GET", "/v1/backends/local")).json.config.type).toBe("workers")
+  })
+
   test("a backend with work in flight cannot change its type", async () => {
     const api = await withBackend()
     await api.call("POST", "/v1/jobs", { body: job() })
-    const res = await api.call("POST", "/v1/backends", {
-      body: { id: "local", config: { type: "eks", clusterName: "c", region: "us-west-2", localQueue: "q" } },
-    })
+    const res = await api.call("POST", "/v1/backends", { body: { id: "local", config: slurmConfig } })
     expect(res.status).toBe(409)
     expect(res.json.error.code).toBe("backend.in_use")
     expect((await api.call("GET", "/v1/backends/local")).json.config.type).toBe("workers")

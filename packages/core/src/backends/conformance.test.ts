@@ -1,9 +1,11 @@
 import { generateKeyPairSync } from "node:crypto"
 /**
- * Conformance of every backend type the registry maps to the protocols (DESIGN.md §3): every method
- * exists, the descriptor is complete, and a capability a backend lacks rejects with a typed
- * `backend.not_supported` error instead of resolving as a silent no-op. The method list is checked
- * against the interfaces at compile time, so a protocol method added without a test fails to compile.
+ * Conformance of every backend type the registry maps to the protocols (DESIGN.md §3): the required
+ * core is complete, each optional capability is all there or not at all (its guard decides; nothing
+ * answers with a stub), calls resolve or fail with a transport error where they need a cluster, and
+ * the descriptor is complete. A type of the config union with no factory is refused by name. Method
+ * lists are checked against the interfaces at compile time, so a member added without a test fails
+ * to compile.
  */
 import type { z } from "@hono/zod-openapi"
 import { describe, expect, test } from "vitest"
@@ -15,52 +17,75 @@ import { MemoryQueue } from "../queue/memory"
 import { createRuntime } from "../runtime"
 import { MemoryStore } from "../store/memory"
 import { FakeClock } from "../util/clock"
-import { NotSupportedError } from "../util/errors"
 import { silentLogger } from "../util/logger"
-import type { ServingBackend, TaskBackend, TaskRef } from "./protocol"
-import { type AnyBackend, createBackend } from "./registry"
+import {
+  type AutoscalingBackend,
+  autoscales,
+  type FetchesManyLogs,
+  fetchesManyLogs,
+  isServing,
+  keepsWorkers,
+  type ReportsCapacity,
+  type ReportsHealth,
+  reportsCapacity,
+  reportsHealth,
+  type ServingBackend,
+  type TaskBackend,
+  type TaskRef,
+  type WorkerStoreBackend,
+} from "./protocol"
+import { availableTypes, BackendNotAvailableError, createBackend } from "./registry"
 
 /** Names of the members of `T` that are functions. */
 type MethodsOf<T> = { [K in keyof T]-?: T[K] extends (...args: never[]) => unknown ? K : never }[keyof T]
-type Method = MethodsOf<TaskBackend & ServingBackend>
 
-/** Every method of both protocols: listing a name that is not one fails to compile (`satisfies`)... */
-const methods = [
-  "bindRuntime",
+/**
+ * The members of `T`, listed: naming one that is not a member fails to compile, and so does leaving
+ * one out (the error names it).
+ */
+function members<T>() {
+  return <const L extends readonly MethodsOf<T>[]>(
+    list: L &
+      ([Exclude<MethodsOf<T>, L[number]>] extends [never] ? unknown : Exclude<MethodsOf<T>, L[number]>),
+  ) => list
+}
+
+/** The required core: every backend has all of it. */
+const core = members<TaskBackend>()([
+  "status",
   "schedule",
   "launch",
   "reconcile",
-  "autoscale",
-  "status",
-  "autoscalerStatus",
-  "resourceCapacity",
-  "runtimeImage",
-  "getProcessStatus",
-  "profileTask",
-  "execInContainer",
+  "stop",
   "fetchLogs",
-  "seedLiveness",
-  "runTeardown",
-  "teardown",
-  "pruneDeadWorkers",
   "close",
-  "createOrUpdate",
-  "servingStatus",
-  "delete",
-] as const satisfies readonly Method[]
+] as const)
 
-/** ...and so does leaving one out: `Unlisted` names the missing method in the error. */
-type Unlisted = Exclude<Method, (typeof methods)[number]>
-const everyMethodListed: [Unlisted] extends [never] ? true : Unlisted = true
-
-/** Synchronous lifecycle methods; every other method returns a promise. */
-const syncMethods = ["bindRuntime", "runtimeImage"] as const satisfies readonly Method[]
-type AsyncMethod = Exclude<(typeof methods)[number], (typeof syncMethods)[number]>
+/** Each optional capability: its members, and the guard that says whether a backend has it. */
+const capabilities = {
+  serving: {
+    methods: members<ServingBackend>()(["createOrUpdate", "servingStatus", "delete"] as const),
+    guard: isServing,
+  },
+  workerStore: {
+    methods: members<WorkerStoreBackend>()(["isAway", "seedLiveness", "pruneDeadWorkers"] as const),
+    guard: keepsWorkers,
+  },
+  autoscaling: {
+    methods: members<AutoscalingBackend>()(["autoscale", "autoscalerStatus", "keepsMinimum"] as const),
+    guard: autoscales,
+  },
+  capacity: { methods: members<ReportsCapacity>()(["resourceCapacity"] as const), guard: reportsCapacity },
+  health: { methods: members<ReportsHealth>()(["health"] as const), guard: reportsHealth },
+  manyLogs: { methods: members<FetchesManyLogs>()(["fetchLogsMany"] as const), guard: fetchesManyLogs },
+} as const
+type Capability = keyof typeof capabilities
+type Method = (typeof core)[number] | (typeof capabilities)[Capability]["methods"][number]
 
 /** What calling a method must do on a backend type. */
-type Expect = "resolves" | "not_supported" | "needs_cluster"
+type Expect = "resolves" | "needs_cluster"
 
-/** One valid config per type the registry maps: a type added to the union fails to compile here. */
+/** One valid config per type of the union: a type added to it fails to compile here. */
 const configs = {
   workers: {
     type: "workers",
@@ -108,78 +133,27 @@ const configs = {
   },
 } as const satisfies { [T in BackendType]: z.input<typeof BackendConfig> & { type: T } }
 
-/** What each capability does per type. `workers` implements all but the process-level ones. */
-const expectations: { [T in BackendType]: Record<AsyncMethod, Expect> } = {
+/**
+ * Per implemented type: the capabilities it has, and what each call of its methods does with no
+ * cluster reachable (a call that needs one fails with a retryable transport error, never silently).
+ * A type missing here has no factory: the registry refuses it.
+ */
+const implemented: Partial<
+  Record<BackendType, { capabilities: Capability[]; calls: Partial<Record<Method, Expect>> }>
+> = {
   workers: {
-    schedule: "resolves",
-    launch: "resolves",
-    reconcile: "resolves",
-    autoscale: "resolves",
-    status: "resolves",
-    autoscalerStatus: "resolves",
-    resourceCapacity: "resolves",
-    getProcessStatus: "not_supported",
-    profileTask: "not_supported",
-    execInContainer: "not_supported",
-    fetchLogs: "resolves",
-    seedLiveness: "resolves",
-    runTeardown: "resolves",
-    teardown: "resolves",
-    pruneDeadWorkers: "resolves",
-    close: "resolves",
-    createOrUpdate: "resolves",
-    servingStatus: "resolves",
-    delete: "resolves",
+    capabilities: ["serving", "workerStore", "autoscaling", "capacity"],
+    calls: {},
   },
-  // With no cluster reachable: calls that need one fail with a (retryable) transport error, never silently.
   slurm: {
-    schedule: "resolves",
-    launch: "resolves",
-    reconcile: "resolves",
-    autoscale: "resolves",
-    status: "needs_cluster",
-    autoscalerStatus: "resolves",
-    resourceCapacity: "needs_cluster",
-    getProcessStatus: "not_supported",
-    profileTask: "not_supported",
-    execInContainer: "not_supported",
-    fetchLogs: "resolves",
-    seedLiveness: "resolves",
-    runTeardown: "resolves",
-    teardown: "resolves",
-    pruneDeadWorkers: "resolves",
-    close: "resolves",
-    createOrUpdate: "needs_cluster",
-    servingStatus: "resolves",
-    delete: "needs_cluster",
+    capabilities: ["serving", "capacity", "health", "manyLogs"],
+    calls: {
+      status: "needs_cluster",
+      resourceCapacity: "needs_cluster",
+      createOrUpdate: "needs_cluster",
+      delete: "needs_cluster",
+    },
   },
-  lepton: unavailable(),
-  eks: unavailable(),
-}
-
-/** Not implemented in this release: every call rejects, except `close`, which a handler always runs. */
-function unavailable(): Record<AsyncMethod, Expect> {
-  return {
-    schedule: "not_supported",
-    launch: "not_supported",
-    reconcile: "not_supported",
-    autoscale: "not_supported",
-    status: "not_supported",
-    autoscalerStatus: "not_supported",
-    resourceCapacity: "not_supported",
-    getProcessStatus: "not_supported",
-    profileTask: "not_supported",
-    execInContainer: "not_supported",
-    fetchLogs: "not_supported",
-    seedLiveness: "not_supported",
-    runTeardown: "not_supported",
-    teardown: "not_supported",
-    pruneDeadWorkers: "not_supported",
-    close: "resolves",
-    createOrUpdate: "not_supported",
-    servingStatus: "not_supported",
-    delete: "not_supported",
-  }
 }
 
 const t0 = "2026-01-01T00:00:00.000Z"
@@ -266,46 +240,56 @@ const swarm: Swarm = {
   updatedAt: t0,
 }
 
-/** One call of each async method with small, valid arguments. */
-const calls: Record<AsyncMethod, (b: AnyBackend) => Promise<unknown>> = {
-  schedule: (b) => b.schedule({ pending: [], live: [], mintAttemptUid: () => "att-new" }),
-  launch: (b) => b.launch({ attempts: [] }),
-  reconcile: (b) => b.reconcile({ live: [] }),
-  autoscale: (b) => b.autoscale({ pending: [], live: [] }),
-  status: (b) => b.status(),
-  autoscalerStatus: (b) => b.autoscalerStatus(),
-  resourceCapacity: (b) => b.resourceCapacity(),
-  getProcessStatus: (b) => b.getProcessStatus({ address: "127.0.0.1:9000", attemptUid: "att-1" }),
-  profileTask: (b) => b.profileTask({ attemptUid: "att-1" }, 5),
-  execInContainer: (b) => b.execInContainer({ attemptUid: "att-1" }, ["ls"]),
-  fetchLogs: (b) => b.fetchLogs(ref, 10),
-  seedLiveness: (b) => b.seedLiveness(),
-  runTeardown: (b) => b.runTeardown([{ kind: "stop", attemptUid: "att-1" }]),
-  teardown: (b) => b.teardown(),
-  pruneDeadWorkers: (b) => b.pruneDeadWorkers(),
-  close: (b) => b.close(),
-  createOrUpdate: (b) => b.createOrUpdate(swarm, 1),
-  servingStatus: (b) => b.servingStatus(swarm),
-  delete: (b) => b.delete(swarm, 1),
+/** One call of each method with small, valid arguments (made only on a backend that has it). */
+const calls: Record<Method, (b: never) => unknown> = {
+  status: (b: TaskBackend) => b.status(),
+  schedule: (b: TaskBackend) => b.schedule({ pending: [], live: [], mintAttemptUid: () => "att-new" }),
+  launch: (b: TaskBackend) => b.launch({ attempts: [] }),
+  reconcile: (b: TaskBackend) => b.reconcile({ live: [] }),
+  stop: (b: TaskBackend) => b.stop([{ kind: "stop", attemptUid: "att-1" }]),
+  fetchLogs: (b: TaskBackend) => b.fetchLogs(ref, 10),
+  close: (b: TaskBackend) => b.close(),
+  createOrUpdate: (b: ServingBackend) => b.createOrUpdate(swarm, 1),
+  servingStatus: (b: ServingBackend) => b.servingStatus(swarm),
+  delete: (b: ServingBackend) => b.delete(swarm, 1),
+  isAway: (b: WorkerStoreBackend) => b.isAway(0, 60_000),
+  seedLiveness: (b: WorkerStoreBackend) => b.seedLiveness(),
+  pruneDeadWorkers: (b: WorkerStoreBackend) => b.pruneDeadWorkers(),
+  autoscale: (b: AutoscalingBackend) => b.autoscale({ pending: [], live: [] }),
+  autoscalerStatus: (b: AutoscalingBackend) => b.autoscalerStatus(),
+  keepsMinimum: (b: AutoscalingBackend) => b.keepsMinimum(),
+  resourceCapacity: (b: ReportsCapacity) => b.resourceCapacity(),
+  health: (b: ReportsHealth) => b.health(),
+  fetchLogsMany: (b: FetchesManyLogs) => b.fetchLogsMany([ref], 10),
 }
 
-test("the method list covers both protocols", () => {
-  expect(everyMethodListed).toBe(true)
-  expect(new Set(methods).size).toBe(methods.length)
-  const asyncMethods = methods.filter((m) => !syncMethods.some((s) => s === m))
-  expect(Object.keys(calls).sort()).toEqual([...asyncMethods].sort())
-  for (const type of BackendTypes)
-    expect(Object.keys(expectations[type]).sort()).toEqual([...asyncMethods].sort())
+test("the registry implements exactly the types this suite expects", () => {
+  expect(availableTypes).toEqual(Object.keys(implemented).sort())
 })
 
-for (const type of BackendTypes) {
+for (const [type, spec] of Object.entries(implemented) as [
+  BackendType,
+  NonNullable<(typeof implemented)[BackendType]>,
+][]) {
   describe(`${type} backend`, () => {
     const make = () => createBackend(backendOf(type), runtime())
 
-    test("implements every method of TaskBackend and ServingBackend", () => {
-      const backend = make()
-      const missing = methods.filter((m) => typeof backend[m] !== "function")
-      expect(missing).toEqual([])
+    test("implements the required core", () => {
+      const backend = make() as unknown as Record<string, unknown>
+      expect(core.filter((m) => typeof backend[m] !== "function")).toEqual([])
+    })
+
+    test(`has ${spec.capabilities.join(", ")}, each whole, and no other capability`, () => {
+      const backend = make() as unknown as Record<string, unknown>
+      for (const [name, capability] of Object.entries(capabilities) as [
+        Capability,
+        (typeof capabilities)[Capability],
+      ][]) {
+        const present = capability.methods.filter((m) => typeof backend[m] === "function")
+        const expected = spec.capabilities.includes(name)
+        expect(capability.guard(backend), name).toBe(expected)
+        expect(present, `${name} is all there or not at all`).toEqual(expected ? [...capability.methods] : [])
+      }
     })
 
     test("describes itself: backendId, kind of its type, attributes, scale groups, display name", () => {
@@ -324,38 +308,43 @@ for (const type of BackendTypes) {
       }
     })
 
-    test("bindRuntime and runtimeImage answer synchronously", () => {
-      const backend = make()
-      expect(backend.bindRuntime(runtime())).toBeUndefined()
-      const image = backend.runtimeImage()
-      expect(image === undefined || typeof image === "string").toBe(true)
-    })
-
-    for (const [method, outcome] of Object.entries(expectations[type]) as [AsyncMethod, Expect][])
-      test(`${method} ${outcome === "resolves" ? "resolves" : outcome === "needs_cluster" ? "fails with a transport error without a cluster" : "rejects with backend.not_supported"}`, async () => {
-        const result = calls[method](make())
-        expect(result).toBeInstanceOf(Promise)
+    const methods: Method[] = [
+      ...core,
+      ...spec.capabilities.flatMap((name) => [...capabilities[name].methods] as Method[]),
+    ]
+    for (const method of methods) {
+      const outcome = spec.calls[method] ?? "resolves"
+      test(`${method} ${outcome === "resolves" ? "answers" : "fails with a transport error without a cluster"}`, async () => {
+        const result = Promise.resolve(calls[method](make() as never))
         if (outcome === "resolves") {
           await result
           return
         }
-        if (outcome === "needs_cluster") {
-          await expect(result).rejects.toMatchObject({ name: "BackendError", retryable: true })
-          return
-        }
-        const error = await result.then(
-          () => undefined,
-          (e: unknown) => e,
-        )
-        expect(error, `${method} resolved instead of rejecting`).toBeInstanceOf(NotSupportedError)
-        expect(error).toMatchObject({
-          code: "backend.not_supported",
-          status: 501,
-          message: expect.stringContaining(type),
-        })
+        await expect(result).rejects.toMatchObject({ name: "BackendError", retryable: true })
       })
+    }
   })
 }
+
+describe("a type with no implementation in this release", () => {
+  for (const type of BackendTypes.filter((t) => !implemented[t]))
+    test(`${type}: no backend is made; the error names the type and the types there are`, () => {
+      const make = () => createBackend(backendOf(type), runtime())
+      expect(make).toThrow(BackendNotAvailableError)
+      expect(make).toThrow(
+        `the ${type} backend is not available in this release; available types: slurm, workers`,
+      )
+      try {
+        make()
+      } catch (error) {
+        expect(error).toMatchObject({
+          code: "backend.not_available",
+          status: 422,
+          details: { type, available: ["slurm", "workers"] },
+        })
+      }
+    })
+})
 
 describe("descriptors carry the config", () => {
   test("a workers backend advertises its scale groups and their attributes", () => {
@@ -369,29 +358,14 @@ describe("descriptors carry the config", () => {
     })
   })
 
-  const delegated: Record<string, { type: BackendType; attributes: Record<string, string[]>; name: string }> =
-    {
-      "slurm advertises its configured attributes": {
-        type: "slurm",
-        attributes: { partition: ["gpu"] },
-        name: "slurm-1",
-      },
-      "lepton shows its display name": { type: "lepton", attributes: {}, name: "Lepton H100" },
-      "eks advertises its configured attributes": {
-        type: "eks",
-        attributes: { accelerator: ["a100"] },
-        name: "eks-1",
-      },
-    }
-  for (const [name, tc] of Object.entries(delegated))
-    test(name, () => {
-      const { descriptor } = createBackend(backendOf(tc.type), runtime())
-      expect(descriptor).toEqual({
-        backendId: `${tc.type}-1`,
-        kind: "delegated",
-        advertisedAttributes: tc.attributes,
-        scaleGroups: [],
-        displayName: tc.name,
-      })
+  test("a slurm backend advertises its partitions and configured attributes", () => {
+    const { descriptor } = createBackend(backendOf("slurm"), runtime())
+    expect(descriptor).toEqual({
+      backendId: "slurm-1",
+      kind: "delegated",
+      advertisedAttributes: { partition: ["gpu"] },
+      scaleGroups: [],
+      displayName: "slurm-1",
     })
+  })
 })

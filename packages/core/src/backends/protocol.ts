@@ -1,34 +1,31 @@
 /**
- * The backend protocols (DESIGN.md §3): `TaskBackend` (Iris's contract, in stateless form) and
- * `ServingBackend` (domyn-swarm's). A tick constructs a backend, binds the runtime, uses it for one
- * invocation and closes it. Backends observe and decide; the control loop writes state. The one
- * exception is a `worker-daemon` backend, whose substrate *is* the store (workers pull their work).
- *
- * A capability a backend lacks throws `NotSupportedError` (`backend.not_supported`), never a silent no-op.
+ * The backend protocols (DESIGN.md §3): a small required `TaskBackend` (Iris's contract, in stateless
+ * form) and optional capabilities, each an interface with a type guard: `ServingBackend`
+ * (domyn-swarm's), `WorkerStoreBackend` (worker-daemon backends), `AutoscalingBackend`,
+ * `ReportsCapacity`, `ReportsHealth`, `FetchesManyLogs`. A backend has a capability or it does not:
+ * callers ask the guard, and nothing answers with a stub. A factory builds a backend with its runtime
+ * for one invocation; the caller closes it after. Backends observe and decide; the control loop writes
+ * state. The one exception is a `worker-daemon` backend, whose substrate *is* the store (workers pull
+ * their work).
  */
-import type { Backend, BackendConfig, ScaleGroup } from "../model/backend"
+import type { Backend, BackendConfig } from "../model/backend"
 import type { Attempt, Job, Task } from "../model/job"
 import type { Outcome } from "../model/outcome"
 import type { BackendKind } from "../model/states"
 import type { Swarm } from "../model/swarm"
+import type {
+  BackendDescriptor,
+  BackendStatus,
+  LogTail,
+  ResourceCapacity,
+  ScaleGroupStatus,
+} from "../model/wire"
 import type { Worker } from "../model/worker"
 import type { Runtime } from "../runtime"
 import type { StoredItem } from "../store/port"
 
-export type { BackendKind }
-
-/** What a backend is, for the scheduler, the dashboard and the CLI. */
-export interface BackendDescriptor {
-  backendId: string
-  kind: BackendKind
-  /** Attribute values the backend's capacity can satisfy, e.g. `{ accelerator: ["h100"] }`. */
-  advertisedAttributes: Record<string, string[]>
-  scaleGroups: string[]
-  displayName: string
-}
-
-/** How to address one attempt: a worker's address (worker-daemon) or the attempt itself (delegated). */
-export type TaskTarget = { address: string; attemptUid: string } | { attemptUid: string }
+// Wire types (descriptor, status, capacity, autoscaler, output tails) live in model/wire.ts.
+export type { BackendDescriptor, BackendKind, BackendStatus, LogTail, ResourceCapacity, ScaleGroupStatus }
 
 /** A task with its job, as the control loop hands it to a backend. */
 export interface TaskRef {
@@ -76,7 +73,7 @@ export interface LaunchResult {
 export interface ReconcileRequest {
   /** Tasks with a live attempt on this backend. */
   live: TaskRef[]
-  /** When the previous pass finished; a long gap means the control loop was away (see `seedLiveness`). */
+  /** When the previous pass finished; a long gap means the control loop was away (see `WorkerStoreBackend`). */
   lastPassAt?: number
   /**
    * The backend's active swarms. A backend may observe their deployments in the same batched call and
@@ -102,103 +99,44 @@ export interface ReconcileResult {
   waiting?: { ref: TaskRef; reason: string }[]
 }
 
-export interface AutoscaleRequest {
-  pending: TaskRef[]
-  live: TaskRef[]
-}
-
-export interface ScaleGroupStatus {
-  group: string
-  min: number
-  max: number
-  /** Workers registered (healthy) and instances still starting. */
-  current: number
-  starting: number
-  /** Workers the pending work needs in this group (dry-run placement). */
-  demand: number
-  target: number
-  action: "none" | "scale_up" | "scale_down" | "blocked"
-  /** In words: why this decision, e.g. `3 tasks need 2 more workers; rate limit allows 1 this minute`. */
-  reason: string
-  backoffUntil?: string
-}
-
-export interface AutoscaleResult {
-  groups: ScaleGroupStatus[]
-}
-
-export interface BackendStatus {
-  healthy: boolean
-  message?: string
-  /** Delegated backends: queues, partitions, node groups; worker-daemon: workers by health. */
-  detail: Record<string, unknown>
-}
-
-export interface ResourceCapacity {
-  total: { cpu: number; memoryMiB: number; gpu: number }
-  free: { cpu: number; memoryMiB: number; gpu: number }
-}
-
-export interface LogTail {
-  attemptUid: string
-  lines: string[]
-  /** True when older output was dropped. */
-  truncated: boolean
-  updatedAt?: string
-}
-
 /** Effects to run after the state commit (e.g. stop these attempts on the substrate). */
 export type TeardownEffect = { kind: "stop"; attemptUid: string; target?: string }
 
+/** The required core every backend implements. */
 export interface TaskBackend {
   readonly descriptor: BackendDescriptor
-  bindRuntime(runtime: Runtime): void
+  /** The backend as it is now: healthy or not, with what it shows (partitions, workers by health). */
+  status(): Promise<BackendStatus>
+  /**
+   * Decide placements for pending tasks. Worker-daemon: placement over the worker store; delegated:
+   * an attempt per task, to submit in `launch`.
+   */
   schedule(request: ScheduleRequest): Promise<ScheduleResult>
   /**
-   * Delegated backends: submit attempts that were persisted before submission, idempotently (an
-   * attempt already on the substrate is adopted, never submitted twice). Worker-daemon: nothing to do,
-   * workers pull their attempts.
+   * Submit attempts that were persisted before submission, idempotently (an attempt already on the
+   * substrate is adopted, never submitted twice). Worker-daemon: nothing launched, workers pull their
+   * attempts.
    */
   launch(request: LaunchRequest): Promise<LaunchResult>
+  /** Observe the live work in one batched call per cluster and say what changed; never writes state. */
   reconcile(request: ReconcileRequest): Promise<ReconcileResult>
-  autoscale(request: AutoscaleRequest): Promise<AutoscaleResult>
-  status(): Promise<BackendStatus>
-  autoscalerStatus(): Promise<AutoscaleResult>
-  resourceCapacity(): Promise<ResourceCapacity>
-  /** Default image for tasks that name none; undefined: commands run directly on the host. */
-  runtimeImage(): string | undefined
-  getProcessStatus(target: TaskTarget): Promise<Record<string, unknown>>
-  profileTask(target: TaskTarget, durationS: number): Promise<string>
-  execInContainer(target: TaskTarget, command: string[]): Promise<{ exitCode: number; output: string }>
+  /** After the state commit: stop these attempts on the substrate. Idempotent; an attempt already gone is done. */
+  stop(effects: TeardownEffect[]): Promise<void>
+  /** The tail of a task's current attempt's output. */
   fetchLogs(ref: TaskRef, tail: number): Promise<LogTail>
-  /** After the control loop was away: give every worker a fresh grace period before judging liveness. */
-  seedLiveness(): Promise<void>
-  runTeardown(effects: TeardownEffect[]): Promise<void>
-  teardown(): Promise<void>
-  /** Remove dead workers older than the retention period; returns how many. */
-  pruneDeadWorkers(): Promise<number>
+  /** Release what the invocation held (a Slurm backend's SSH session). Always called, once. */
   close(): Promise<void>
 }
 
-/**
- * Optional capability: what this invocation's contacts with the substrate came to, so the backend's
- * recorded health is the last contact's result (undefined: no contact was made).
- */
-export interface ReportsHealth {
-  health(): { healthy: boolean; message?: string } | undefined
-}
+/** A factory: the registered backend (id, project, config) and the runtime it works with. */
+export type BackendFactory<C extends BackendConfig = BackendConfig> = (
+  backend: Backend & { config: C },
+  runtime: Runtime,
+) => TaskBackend
 
-export function reportsHealth(backend: object): backend is ReportsHealth {
-  return typeof (backend as Partial<ReportsHealth>).health === "function"
-}
-
-/** Optional capability: the output tails of many tasks in one round trip (one SSH command on Slurm). */
-export interface FetchesManyLogs {
-  fetchLogsMany(refs: TaskRef[], tail: number): Promise<LogTail[]>
-}
-
-export function fetchesManyLogs(backend: object): backend is FetchesManyLogs {
-  return typeof (backend as Partial<FetchesManyLogs>).fetchLogsMany === "function"
+/** Whether `backend` has every member in `names` as a function. */
+function has(backend: object, ...names: string[]): boolean {
+  return names.every((name) => typeof (backend as Record<string, unknown>)[name] === "function")
 }
 
 export interface ServingStatus {
@@ -212,17 +150,98 @@ export interface ServingStatus {
   idle?: boolean
 }
 
+/** Capability: serving swarms (domyn-swarm's contract). */
 export interface ServingBackend {
   /** Create or update the deployment for the swarm's current generation; reconciles an existing one without duplicates. */
   createOrUpdate(swarm: Swarm, fence: number): Promise<NonNullable<Swarm["handle"]>>
   /** The deployment's state (named apart from TaskBackend.status, which one object also implements). */
   servingStatus(swarm: Swarm): Promise<ServingStatus | { gone: true }>
+  /** Tear the deployment down. Idempotent: a deployment already gone is done. */
   delete(swarm: Swarm, fence: number): Promise<void>
 }
 
-/** What a factory gets: the registered backend (id, project, config). */
-export type BackendFactory<C extends BackendConfig = BackendConfig> = (
-  backend: Backend & { config: C },
-) => TaskBackend & ServingBackend
+export function isServing(backend: object): backend is ServingBackend {
+  return has(backend, "createOrUpdate", "servingStatus", "delete")
+}
 
-export type { ScaleGroup }
+/**
+ * Capability of `worker-daemon` backends: swarmplane keeps their worker store (workers register,
+ * heartbeat and pull their attempts), so the control loop looks after the workers' liveness.
+ */
+export interface WorkerStoreBackend {
+  /**
+   * Whether a gap since the last pass this long means the control loop itself was away, not the
+   * workers: far more than the cron period, so ordinary passes never mistake silence for it.
+   */
+  isAway(lastPassAt: number, now: number): boolean
+  /** After the control loop was away: give every worker a fresh grace period before judging liveness. */
+  seedLiveness(): Promise<void>
+  /** Remove dead workers older than the retention period; returns how many. */
+  pruneDeadWorkers(): Promise<number>
+}
+
+export function keepsWorkers(backend: object): backend is WorkerStoreBackend {
+  return has(backend, "isAway", "seedLiveness", "pruneDeadWorkers")
+}
+
+/**
+ * Whether a failed `reconcile` lets the pass go on with its tasks unchanged (the failure becomes the
+ * backend's health): a substrate of its own may be away for a while. A worker store is the control
+ * plane's own state, and failing to read it fails the pass.
+ */
+export function toleratesObserveFailure(backend: TaskBackend): boolean {
+  return !keepsWorkers(backend)
+}
+
+export interface AutoscaleRequest {
+  pending: TaskRef[]
+  live: TaskRef[]
+}
+
+export interface AutoscaleResult {
+  groups: ScaleGroupStatus[]
+}
+
+/** Capability: scale groups the autoscale tick sizes to the demand. */
+export interface AutoscalingBackend {
+  /** Scale groups up or down for this demand; each group's decision carries its reason. */
+  autoscale(request: AutoscaleRequest): Promise<AutoscaleResult>
+  /** Each group's last decision and why. */
+  autoscalerStatus(): Promise<AutoscaleResult>
+  /** Whether a group keeps a minimum of workers, so the autoscaler looks after it even with no work. */
+  keepsMinimum(): boolean
+}
+
+export function autoscales(backend: object): backend is AutoscalingBackend {
+  return has(backend, "autoscale", "autoscalerStatus", "keepsMinimum")
+}
+
+/** Capability: what the backend has in total, and what of it is free. */
+export interface ReportsCapacity {
+  resourceCapacity(): Promise<ResourceCapacity>
+}
+
+export function reportsCapacity(backend: object): backend is ReportsCapacity {
+  return has(backend, "resourceCapacity")
+}
+
+/**
+ * Capability: what this invocation's contacts with the substrate came to, so the backend's recorded
+ * health is the last contact's result (undefined: no contact was made).
+ */
+export interface ReportsHealth {
+  health(): { healthy: boolean; message?: string } | undefined
+}
+
+export function reportsHealth(backend: object): backend is ReportsHealth {
+  return has(backend, "health")
+}
+
+/** Capability: the output tails of many tasks in one round trip (one SSH command on Slurm). */
+export interface FetchesManyLogs {
+  fetchLogsMany(refs: TaskRef[], tail: number): Promise<LogTail[]>
+}
+
+export function fetchesManyLogs(backend: object): backend is FetchesManyLogs {
+  return has(backend, "fetchLogsMany")
+}

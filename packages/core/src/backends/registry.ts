@@ -1,41 +1,62 @@
 /**
- * Backend registry: config `type` → factory. The switch is exhaustive: adding a type to the config
- * union without a factory fails to compile. Platform SDKs are loaded inside their backend modules, so
- * a function that never touches Slurm never loads ssh2.
+ * Backend registry: each implemented config `type` → its factory, one line per type. A type of the
+ * config union without a line here is not available in this release: registering one is refused
+ * (`backend.not_available`), and one stored by an earlier release is reported in its backend's status
+ * by every pass instead of being looked after. Platform SDKs are loaded inside their backend modules,
+ * so a function that never touches Slurm never loads ssh2.
  */
-import type { Backend } from "../model/backend"
+import type { Backend, BackendConfigOf } from "../model/backend"
 import type { JobSpec } from "../model/job"
+import type { BackendType } from "../model/states"
 import type { Runtime } from "../runtime"
-import type { FieldIssue } from "../util/errors"
-import type { ServingBackend, TaskBackend } from "./protocol"
+import { type FieldIssue, VisibleError } from "../util/errors"
+import type { BackendFactory, TaskBackend } from "./protocol"
 import { SlurmBackend } from "./slurm/backend"
 import { slurmJobIssues } from "./slurm/validate"
-import { UnavailableBackend } from "./unavailable"
 import { WorkersBackend } from "./workers/backend"
 
-export type AnyBackend = TaskBackend & ServingBackend
+interface Entry<T extends BackendType> {
+  create: BackendFactory<BackendConfigOf<T>>
+  /** What a job spec asks that this type cannot take (each with its field path), checked at the API. */
+  jobSpecIssues?: (spec: JobSpec) => FieldIssue[]
+}
 
-export function createBackend(backend: Backend, runtime: Runtime): AnyBackend {
-  const config = backend.config
-  let instance: AnyBackend
-  switch (config.type) {
-    case "workers":
-      instance = WorkersBackend({ ...backend, config })
-      break
-    case "slurm":
-      instance = SlurmBackend({ ...backend, config })
-      break
-    case "lepton":
-    case "eks":
-      instance = UnavailableBackend(backend)
-      break
-    default: {
-      const unknown: never = config
-      throw new Error(`no backend factory for config type ${JSON.stringify(unknown)}`)
-    }
+const implemented: { [T in BackendType]?: Entry<T> } = {
+  workers: { create: WorkersBackend },
+  slurm: { create: SlurmBackend, jobSpecIssues: slurmJobIssues },
+}
+
+/** The types this release implements, e.g. for an error message. */
+export const availableTypes = (Object.keys(implemented) as BackendType[]).sort()
+
+/** A backend of a type this release has no implementation of. */
+export class BackendNotAvailableError extends VisibleError {
+  constructor(type: string) {
+    super(
+      "backend.not_available",
+      `the ${type} backend is not available in this release; available types: ${availableTypes.join(", ")}`,
+      422,
+      { type, available: availableTypes },
+    )
+    this.name = "BackendNotAvailableError"
   }
-  instance.bindRuntime(runtime)
-  return instance
+}
+
+function entryOf(type: BackendType): Entry<BackendType> {
+  // The map ties each type to its own factory; a lookup by a type known only at run time cannot say so.
+  const entry = implemented[type] as Entry<BackendType> | undefined
+  if (!entry) throw new BackendNotAvailableError(type)
+  return entry
+}
+
+/** Refuse a type this release does not implement (before anything is written). */
+export function assertAvailable(type: BackendType): void {
+  entryOf(type)
+}
+
+/** Build the backend for one invocation; the caller closes it. Throws `backend.not_available` for a type with no factory. */
+export function createBackend(backend: Backend, runtime: Runtime): TaskBackend {
+  return entryOf(backend.config.type).create(backend, runtime)
 }
 
 /**
@@ -45,7 +66,7 @@ export function createBackend(backend: Backend, runtime: Runtime): AnyBackend {
 export async function withBackend<T>(
   backend: Backend,
   runtime: Runtime,
-  use: (instance: AnyBackend) => Promise<T>,
+  use: (instance: TaskBackend) => Promise<T>,
 ): Promise<T> {
   const instance = createBackend(backend, runtime)
   try {
@@ -55,12 +76,7 @@ export async function withBackend<T>(
   }
 }
 
-/** What a job spec asks that this backend type cannot take (each with its field path); none: fine. */
+/** What a job spec asks that this backend's type cannot take (each with its field path); none: fine. */
 export function jobSpecIssues(backend: Backend, spec: JobSpec): FieldIssue[] {
-  switch (backend.config.type) {
-    case "slurm":
-      return slurmJobIssues(spec)
-    default:
-      return []
-  }
+  return implemented[backend.config.type]?.jobSpecIssues?.(spec) ?? []
 }

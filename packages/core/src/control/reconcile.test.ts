@@ -28,7 +28,12 @@ async function setup() {
       resources: { cpu: 4, memoryMiB: 4096, gpu: 0 },
       attributes: {},
     })
-  const job = await rt.repos.jobs.create("p", "job-1", JobSpec.parse({ command: ["true"], tasks: 6 }), "pool")
+  const job = await rt.transitions.jobs.create(
+    "p",
+    "job-1",
+    JobSpec.parse({ command: ["true"], tasks: 6 }),
+    "pool",
+  )
   return { rt, backend, job, logger }
 }
 
@@ -58,7 +63,7 @@ test("a pass whose lease was taken over cannot write: its fence is refused", asy
   expect(fresh.placed).toBe(6)
   // The stalled holder wakes up and applies what it had computed under its old token.
   await expect(
-    rt.repos.jobs.applyReports(job, [{ index: 0, outcome: { kind: "killed", reason: "stale plan" } }], {
+    rt.transitions.jobs.applyReports(job, [{ index: 0, outcome: { kind: "killed", reason: "stale plan" } }], {
       fence: stale!.token,
     }),
   ).rejects.toBeInstanceOf(FencedError)
@@ -158,13 +163,16 @@ test("a delegated backend that cannot be reached: unhealthy with the reason, its
       partition: "debug",
     }),
   )
-  const job = await rt.repos.jobs.create("p", "job-1", JobSpec.parse({ command: ["true"] }), "hpc")
+  const job = await rt.transitions.jobs.create("p", "job-1", JobSpec.parse({ command: ["true"] }), "hpc")
   // A task already on the cluster (submitted by an earlier pass): every pass asks Slurm about it.
-  await rt.repos.jobs.applyReports(job, [
+  await rt.transitions.jobs.applyReports(job, [
     { index: 0, outcome: { kind: "assigned", attemptUid: "a-1", submission: "sp-s-1#0" } },
   ])
-  await rt.repos.jobs.applyReports(job, [{ index: 0, serving: { attemptUid: "a-1", target: "7_0" } }])
-  await rt.repos.swarms.apply("p", { ...SwarmSpec.parse({ name: "llm", model: "echo" }), backendId: "hpc" })
+  await rt.transitions.jobs.applyReports(job, [{ index: 0, serving: { attemptUid: "a-1", target: "7_0" } }])
+  await rt.transitions.swarms.apply("p", {
+    ...SwarmSpec.parse({ name: "llm", model: "echo" }),
+    backendId: "hpc",
+  })
   for (let i = 0; i < 3; i++) {
     const pass = await reconcilePass(rt, (await rt.repos.backends.get("p", "hpc"))!, `t-${i}`)
     expect(pass.error).toMatch(/connection refused/)
@@ -195,4 +203,96 @@ test("a backend's checked time stays fresh while passes run, without a write eve
   ;(rt.clock as FakeClock).advance(CheckedEveryMs)
   await reconcilePass(rt, (await rt.repos.backends.get("p", "pool"))!, "t-3")
   expect(await checked()).toBe(new Date((rt.clock as FakeClock).now()).toISOString())
+})
+
+test("a steady pass costs the same store calls with 2 running jobs or 40: a job at rest is not read", async () => {
+  const costs: number[] = []
+  for (const jobs of [2, 40]) {
+    const { countingStore } = await import("../store/counting")
+    const counter = countingStore(MemoryStore())
+    const clock = new FakeClock()
+    const rt = createRuntime({
+      store: counter.store,
+      queue: MemoryQueue({ clock }),
+      clock,
+      logger: memoryLogger(),
+      pepper: "p",
+      secrets: { get: async () => "" },
+    })
+    await rt.repos.backends.put("p", "pool", BackendConfig.parse({ type: "workers" }))
+    await rt.repos.workers.register("p", {
+      backendId: "pool",
+      resources: { cpu: 1000, memoryMiB: 100_000, gpu: 0 },
+      attributes: {},
+    })
+    const spec = JobSpec.parse({ command: ["true"], tasks: 3, resources: { cpu: 1, memoryMiB: 1 } })
+    for (let j = 0; j < jobs; j++) await rt.transitions.jobs.create("p", `job-${j}`, spec, "pool")
+    const backend = async () => (await rt.repos.backends.get("p", "pool"))!
+    expect((await reconcilePass(rt, await backend(), "t")).placed).toBe(3 * jobs)
+    // The placements are recounted in the pass that made them: the next pass finds nothing to do.
+    counter.reset()
+    await reconcilePass(rt, await backend(), "t")
+    costs.push(counter.total())
+  }
+  expect(costs[1]).toBe(costs[0])
+})
+
+test("a task that a heartbeat failed past its job's tolerance: the pass kills the rest and stops them", async () => {
+  const { rt, backend, job } = await setup()
+  await reconcilePass(rt, backend, "t")
+  const loaded = (await rt.repos.jobs.load("p", job.id))!
+  const first = loaded.tasks[0]!.data
+  await rt.transitions.jobs.applyReports(loaded.job.data, [
+    {
+      index: 0,
+      outcome: {
+        kind: "failed",
+        attemptUid: first.attempts[0]!.attemptUid,
+        reason: "exit_code",
+        exitCode: 1,
+      },
+    },
+  ])
+  await reconcilePass(rt, (await rt.repos.backends.get("p", "pool"))!, "t")
+  const after = (await rt.repos.jobs.load("p", job.id))!
+  expect(after.job.data.status).toBe("FAILED")
+  expect(after.tasks.map((t) => t.data.state)).toEqual([
+    "FAILED",
+    "KILLED",
+    "KILLED",
+    "KILLED",
+    "KILLED",
+    "KILLED",
+  ])
+})
+
+test("a backend of a type this release does not implement (stored by another): its status says so, and the others go on", async () => {
+  const { rt, logger } = await setup()
+  const lepton = BackendConfig.parse({
+    type: "lepton",
+    workspaceId: "ws1",
+    tokenSecret: "t",
+    nodeGroup: "g",
+    resourceShape: "gpu.1xh100-80gb",
+  })
+  const { backend: old } = await rt.repos.backends.put("p", "old", lepton)
+  const notAvailable = "the lepton backend is not available in this release; available types: slurm, workers"
+  const { reconcileTick, autoscaleTick } = await import("./ticks")
+  for (let i = 0; i < 2; i++) {
+    const report = await reconcileTick(rt)
+    expect(report.backends.find((b) => b.backendId === "old")).toMatchObject({
+      ran: false,
+      error: notAvailable,
+    })
+    expect((await autoscaleTick(rt)).backends.find((b) => b.backendId === "old")?.error).toBe(notAvailable)
+    if (i === 0) expect(report.backends.find((b) => b.backendId === "pool")?.placed).toBe(6)
+  }
+  expect((await rt.repos.backends.get("p", "old"))!.status).toMatchObject({
+    healthy: false,
+    message: notAvailable,
+  })
+  expect(logger.entries.filter((e) => e.message.startsWith("backend p/old"))).toHaveLength(1)
+  // A pass asked for directly (a schedule request) reports it the same way.
+  const pass = await reconcilePass(rt, old, "schedule")
+  expect(pass).toMatchObject({ ran: true, error: notAvailable })
 })

@@ -24,18 +24,20 @@ export type ScheduleOutcome = "gone" | "passed" | "deferred"
  */
 export async function scheduleOne(rt: Runtime, request: ScheduleRequest): Promise<ScheduleOutcome> {
   const { repos } = rt
-  let backendId: string | undefined
-  switch (request.kind) {
-    case "job":
-      backendId = (await repos.jobs.get(request.project, request.id))?.backendId
-      break
-    case "swarm":
-      backendId = (await repos.swarms.get(request.project, request.id))?.backendId
-      break
-    case "backend":
-      backendId = request.id
-      break
-  }
+  // Requests name their object's backend; one without it (sent by an older version) is looked up.
+  let backendId: string | undefined = request.backendId
+  if (!backendId)
+    switch (request.kind) {
+      case "job":
+        backendId = (await repos.jobs.get(request.project, request.id))?.backendId
+        break
+      case "swarm":
+        backendId = (await repos.swarms.get(request.project, request.id))?.backendId
+        break
+      case "backend":
+        backendId = request.id
+        break
+    }
   const backend = backendId ? await repos.backends.get(request.project, backendId) : undefined
   if (!backend) return "gone"
   const pass = await reconcilePass(rt, backend, `schedule-${process.pid}-${randomUUID().slice(0, 8)}`)

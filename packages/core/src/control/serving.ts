@@ -3,26 +3,24 @@
  * observe it, tear it down after a delete or a failure. Each pass moves each active swarm one step,
  * from a consistent read of it; phase changes are written with the pass's fencing token.
  */
-import type { AnyBackend } from "../backends/registry"
+import type { ServingBackend } from "../backends/protocol"
 import type { Swarm } from "../model/swarm"
+import { observe } from "../rules/swarm-phase"
 import type { Runtime } from "../runtime"
-import { Keys } from "../store/keys"
 import type { StoredItem } from "../store/port"
 import { iso } from "../util/clock"
 import { isRetryable } from "../util/errors"
-import { observe } from "./swarm-phase"
 
+/** Move one swarm a step; returns what the step was (`deployment_created`, `teardown`, `observed`, ...). */
 export async function reconcileSwarm(
   rt: Runtime,
-  backend: AnyBackend,
+  backend: ServingBackend,
   indexed: StoredItem<Swarm>,
   fence: number,
-): Promise<void> {
+): Promise<string | undefined> {
   // The active index may lag a user's update or delete: act on the swarm as it is now.
-  const item = await rt.repos.store.get<Swarm>(Keys.swarm(indexed.data.project, indexed.data.name), {
-    consistent: true,
-  })
-  if (!item) return
+  const item = await rt.repos.swarms.head(indexed.data.project, indexed.data.name)
+  if (!item) return undefined
   const now = iso(rt.clock.now())
   let swarm = item.data
   const from = swarm.phase
@@ -31,10 +29,10 @@ export async function reconcileSwarm(
 
   if (swarm.desired === "running" && swarm.phase === "FAILED") {
     // A failed deployment is torn down and the swarm waits, FAILED, for the user to update or delete it.
-    if (!swarm.handle) return
+    if (!swarm.handle) return undefined
     await backend.delete(swarm, fence)
     const observed = await backend.servingStatus(swarm)
-    if (!("gone" in observed) && observed.phase !== "STOPPED" && !observed.idle) return
+    if (!("gone" in observed) && observed.phase !== "STOPPED" && !observed.idle) return undefined
     next = { ...swarm, handle: undefined, url: undefined }
     reason = "teardown"
   } else {
@@ -48,11 +46,11 @@ export async function reconcileSwarm(
           if (isRetryable(error)) throw error
           const message = error instanceof Error ? error.message : String(error)
           next = observe(swarm, { kind: "status", phase: "FAILED", detail: message }, now).swarm
-          await rt.repos.swarms.save(
+          await rt.transitions.swarms.save(
             { ...item, data: next, fence },
             { from, reason: "deploy_refused", message },
           )
-          return
+          return "deploy_refused"
         }
         reason = "deployment_created"
       }
@@ -85,11 +83,12 @@ export async function reconcileSwarm(
     }
     if (next.desired === "deleted" && next.phase === "STOPPED") next = { ...next, url: undefined }
   }
-  if (JSON.stringify(next) === JSON.stringify(item.data)) return
-  await rt.repos.swarms.save(
-    { ...item, data: { ...next, updatedAt: now }, fence },
-    { from, reason, ...(next.message ? { message: next.message } : {}) },
-  )
+  if (JSON.stringify(next) !== JSON.stringify(item.data))
+    await rt.transitions.swarms.save(
+      { ...item, data: { ...next, updatedAt: now }, fence },
+      { from, reason, ...(next.message ? { message: next.message } : {}) },
+    )
+  return reason
 }
 
 /**
@@ -102,13 +101,11 @@ export async function noteUnreachable(
   message: string,
   fence: number,
 ): Promise<void> {
-  const item = await rt.repos.store.get<Swarm>(Keys.swarm(indexed.data.project, indexed.data.name), {
-    consistent: true,
-  })
+  const item = await rt.repos.swarms.head(indexed.data.project, indexed.data.name)
   if (!item) return
   const change = observe(item.data, { kind: "unreachable", detail: message }, iso(rt.clock.now()))
   if (!change.changed) return
-  await rt.repos.swarms.save(
+  await rt.transitions.swarms.save(
     { ...item, data: change.swarm, fence },
     { from: change.from, reason: "backend_unreachable", message },
   )

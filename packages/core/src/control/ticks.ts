@@ -2,14 +2,15 @@
  * The reconcile and autoscale ticks. Each walks the registered backends; a backend with nothing
  * active (no items in its sparse active index, no live workers) costs a few one-item queries and
  * nothing else, so an idle control plane costs almost nothing. A failing backend is reported in its
- * status and skipped; the others go on.
+ * status and skipped; the others go on. So is one of a type this release does not implement
+ * (registered by another release): its status says so, and nothing else is done with it.
  */
 
 import { randomUUID } from "node:crypto"
+import { autoscales, keepsWorkers, type TaskBackend } from "../backends/protocol"
 import { createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
 import type { Runtime } from "../runtime"
-import { ActiveIndex } from "../store/keys"
 import { warnOnChange } from "../util/log-on-change"
 import { activeWork } from "./active"
 import { type PassReport, reconcilePass } from "./reconcile"
@@ -21,38 +22,56 @@ export interface TickReport {
 }
 
 /** Whether a backend has anything to look after: active items, or workers that are not dead. */
-async function hasWork(rt: Runtime, backend: Backend, scaling = false): Promise<boolean> {
+async function hasWork(
+  rt: Runtime,
+  record: Backend,
+  backend: TaskBackend,
+  scaling: boolean,
+): Promise<boolean> {
   // A scale group with a minimum is looked after even with nothing to do: its workers must exist.
-  if (scaling && backend.config.type === "workers" && backend.config.scaleGroups.some((g) => g.min > 0))
-    return true
-  for (const pk of ActiveIndex.partitions(backend.project, backend.id))
-    if ((await rt.repos.store.queryIndex("active", pk, { limit: 1 })).items.length) return true
-  if (backend.kind !== "worker-daemon") return false
-  return (await rt.repos.workers.list(backend.project, backend.id)).some((w) => w.health !== "dead")
+  if (scaling && autoscales(backend) && backend.keepsMinimum()) return true
+  if (await rt.repos.active.any(record.project, record.id)) return true
+  if (!keepsWorkers(backend)) return false
+  return (await rt.repos.workers.list(record.project, record.id)).some((w) => w.health !== "dead")
+}
+
+/** A backend no factory can make: its status says why (written only when that changes). */
+async function noteUnavailable(rt: Runtime, record: Backend, message: string): Promise<void> {
+  if (record.status.healthy === false && record.status.message === message) return
+  await rt.repos.backends.setStatus(record.project, record.id, {
+    healthy: false,
+    message,
+    checkedAt: new Date(rt.clock.now()).toISOString(),
+  })
 }
 
 async function eachBackend(
   rt: Runtime,
-  visit: (backend: Backend) => Promise<PassReport>,
+  visit: (record: Backend, backend: TaskBackend) => Promise<PassReport>,
   scaling = false,
 ): Promise<TickReport> {
   const backends = await rt.repos.backends.listAll()
   const reports = await Promise.all(
-    backends.map(async (backend): Promise<PassReport> => {
+    backends.map(async (record): Promise<PassReport> => {
       const idle: PassReport = {
-        project: backend.project,
-        backendId: backend.id,
+        project: record.project,
+        backendId: record.id,
         ran: false,
         active: 0,
         placed: 0,
         transitions: 0,
       }
+      let backend: TaskBackend | undefined
       try {
-        return (await hasWork(rt, backend, scaling)) ? await visit(backend) : idle
+        backend = createBackend(record, rt)
+        return (await hasWork(rt, record, backend, scaling)) ? await visit(record, backend) : idle
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error)
-        warnOnChange(rt.logger, `backend ${backend.project}/${backend.id}`, `skipped: ${message}`)
+        if (!backend) await noteUnavailable(rt, record, message).catch(() => undefined)
+        warnOnChange(rt.logger, `backend ${record.project}/${record.id}`, `skipped: ${message}`)
         return { ...idle, error: message }
+      } finally {
+        await backend?.close().catch(() => undefined)
       }
     }),
   )
@@ -64,17 +83,17 @@ export function reconcileTick(
   rt: Runtime,
   owner = `tick-${process.pid}-${randomUUID().slice(0, 8)}`,
 ): Promise<TickReport> {
-  return eachBackend(rt, (backend) => reconcilePass(rt, backend, owner))
+  return eachBackend(rt, (record, backend) => reconcilePass(rt, record, owner, backend))
 }
 
-/** One autoscale pass over every worker-daemon backend with scale groups. */
+/** One autoscale pass over every backend that autoscales and has scale groups. */
 export function autoscaleTick(
   rt: Runtime,
   owner = `autoscale-${process.pid}-${randomUUID().slice(0, 8)}`,
 ): Promise<TickReport> {
   return eachBackend(
     rt,
-    async (record) => {
+    async (record, backend) => {
       const report: PassReport = {
         project: record.project,
         backendId: record.id,
@@ -83,12 +102,11 @@ export function autoscaleTick(
         placed: 0,
         transitions: 0,
       }
-      if (record.config.type !== "workers" || !record.config.scaleGroups.length) return report
+      if (!autoscales(backend) || !backend.descriptor.scaleGroups.length) return report
       const lease = await rt.repos.leases.acquire(record.project, record.id, "autoscale", owner, 60_000)
       if (!lease) return report
       try {
         const work = await activeWork(rt, record)
-        const backend = createBackend(record, rt)
         await backend.autoscale({ pending: work.pending, live: work.live })
         return { ...report, ran: true, active: work.count }
       } finally {

@@ -1,7 +1,7 @@
 /**
  * Jobs, tasks and attempts. A job is N tasks (shards); each task is tried by attempts, each named by
  * an `attemptUid` minted and persisted before anything is submitted. Job status is derived from the
- * tasks (control/job-status.ts).
+ * tasks (rules/job-status.ts).
  */
 import { z } from "@hono/zod-openapi"
 import {

@@ -1,9 +1,10 @@
 /**
  * Outcomes: what was observed or decided about a task's current attempt. Backends produce them (in
- * reconcile results), the control loop applies them with the task state machine (control/task-state.ts).
+ * reconcile results), the control loop applies them with the task state machine (rules/task-state.ts).
  * `message` says in words what happened (kept on the attempt and in the event). `stop`: the attempt
  * may still be alive on its substrate (e.g. Slurm requeued it), so it is stopped there after the commit.
  */
+import type { Task } from "./job"
 
 export type Outcome =
   | { kind: "assigned"; attemptUid: string; target?: string; workerId?: string; submission?: string }
@@ -23,3 +24,21 @@ export type Outcome =
   | { kind: "killed"; reason: string; message?: string }
   | { kind: "unschedulable"; reason: string; message?: string }
   | { kind: "cosched_failed"; reason: string; message?: string }
+
+/** An outcome for one task, or a note of where a live replica listens. */
+export type TaskReport =
+  | { index: number; outcome: Outcome }
+  | {
+      index: number
+      serving: {
+        attemptUid: string
+        endpoint?: string
+        ready?: boolean
+        target?: string
+        progress?: Task["attempts"][number]["progress"]
+        /** Why the submitted attempt still waits in the substrate's queue. */
+        pendingReason?: string
+        /** A try to submit it that did not reach the substrate, and when the next is due. */
+        submitFailure?: { message: string; retryAt: string }
+      }
+    }

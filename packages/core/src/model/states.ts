@@ -54,6 +54,11 @@ export const FailedTaskStates = [
 /** States in which an attempt exists on a backend (something may be running). */
 export const LiveTaskStates = ["ASSIGNED", "BUILDING", "RUNNING"] as const satisfies readonly TaskState[]
 
+/** A task whose attempt holds (or may hold) resources on a backend. */
+export function isLive(state: TaskState): boolean {
+  return (LiveTaskStates as readonly TaskState[]).includes(state)
+}
+
 export function isTerminalTask(state: TaskState): boolean {
   return (TerminalTaskStates as readonly TaskState[]).includes(state)
 }
@@ -90,6 +95,11 @@ export const TerminalJobStatuses = [
   "FAILED",
   "CANCELLED",
 ] as const satisfies readonly JobStatus[]
+
+/** A job that has come to its end (it leaves the active index; its status no longer moves). */
+export function isFinished(status: JobStatus): boolean {
+  return (TerminalJobStatuses as readonly JobStatus[]).includes(status)
+}
 
 /** Priority bands, highest first. Preemption only takes from strictly lower bands. */
 export const Priorities = ["production", "interactive", "batch"] as const

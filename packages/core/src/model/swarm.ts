@@ -242,3 +242,14 @@ export const SwarmGetQuery = z.object({
     .default(20)
     .describe("How long to wait, seconds (at most 25)."),
 })
+
+/**
+ * A swarm is active (kept in the reconcile index) until it is STOPPED after a delete, or FAILED with
+ * nothing deployed (it waits for the user then; an update makes it PENDING and active again). A
+ * FAILED swarm that still has a deployment stays, so the reconciler can observe and clean it up.
+ */
+export function isSwarmActive(swarm: Pick<Swarm, "phase" | "desired" | "handle">): boolean {
+  if (swarm.phase === "STOPPED" && swarm.desired === "deleted") return false
+  if (swarm.phase === "FAILED" && swarm.desired === "running" && !swarm.handle) return false
+  return true
+}

@@ -12,6 +12,12 @@ export const ScheduleRequest = z
     project: z.string().min(1).max(63).describe("Project the object belongs to."),
     id: z.string().min(1).max(128).describe("Job id, swarm name or backend id."),
     reason: z.string().max(200).describe("Why the request was sent, for logs (e.g. `job.created`)."),
+    backendId: z
+      .string()
+      .min(1)
+      .max(63)
+      .optional()
+      .describe("The object's backend, so the consumer need not read the object back to find it."),
   })
   .strict()
 export type ScheduleRequest = z.infer<typeof ScheduleRequest>

@@ -2,15 +2,16 @@
  * Job status, derived from its tasks (never stored independently of them), and the job-level rules:
  * `maxTaskFailures` and cancel. Pure.
  */
-import type { JobSpec, Task, TaskCounts } from "../model/job"
+import type { Job, JobSpec, Task, TaskCounts } from "../model/job"
 import {
   FailedTaskStates,
+  isLive,
   isTerminalTask,
   type JobStatus,
   LiveTaskStates,
   type TaskState,
 } from "../model/states"
-import { applyOutcome, isLive } from "./task-state"
+import { applyOutcome } from "./task-state"
 
 export function countTasks(tasks: readonly Pick<Task, "state">[]): TaskCounts {
   const counts: TaskCounts = {}
@@ -50,10 +51,6 @@ export function deriveJobStatus(
   return started > 0 ? "RUNNING" : "PENDING"
 }
 
-export function isFinished(status: JobStatus): boolean {
-  return status === "SUCCEEDED" || status === "FAILED" || status === "CANCELLED"
-}
-
 /**
  * Tasks to kill now: every non-terminal task when cancel is requested, or when the job has failed past
  * its tolerance. Returns the changed tasks and the attempts to stop on the backend.
@@ -83,4 +80,11 @@ export function planKills(
 /** Whether a task holds (or may hold) a substrate object. */
 export function hasLiveAttempt(task: Task): boolean {
   return isLive(task.state)
+}
+
+/** A task as users see it: a PENDING task without its own reason shows its job's. */
+export function withPendingReason(job: Pick<Job, "pendingReason">, task: Task): Task {
+  return task.state === "PENDING" && !task.pendingReason && job.pendingReason
+    ? { ...task, pendingReason: job.pendingReason }
+    : task
 }

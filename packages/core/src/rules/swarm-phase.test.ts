@@ -1,14 +1,7 @@
 import { describe, expect, test } from "vitest"
 import { type SwarmPhase, SwarmPhases } from "../model/states"
-import { type Swarm, SwarmSpec } from "../model/swarm"
-import {
-  canSwarmTransition,
-  isSwarmActive,
-  observe,
-  requestDelete,
-  updateSpec,
-  waitState,
-} from "./swarm-phase"
+import { isSwarmActive, type Swarm, SwarmSpec } from "../model/swarm"
+import { canSwarmTransition, observe, requestDelete, updateSpec, waitState } from "./swarm-phase"
 
 const t0 = "2026-01-01T00:00:00.000Z"
 const now = "2026-01-01T00:00:05.000Z"

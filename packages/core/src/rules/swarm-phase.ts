@@ -123,17 +123,6 @@ export function requestDelete(swarm: Swarm, nowIso: string): PhaseChange {
 }
 
 /**
- * A swarm is active (kept in the reconcile index) until it is STOPPED after a delete, or FAILED with
- * nothing deployed (it waits for the user then; an update makes it PENDING and active again). A
- * FAILED swarm that still has a deployment stays, so the reconciler can observe and clean it up.
- */
-export function isSwarmActive(swarm: Pick<Swarm, "phase" | "desired" | "handle">): boolean {
-  if (swarm.phase === "STOPPED" && swarm.desired === "deleted") return false
-  if (swarm.phase === "FAILED" && swarm.desired === "running" && !swarm.handle) return false
-  return true
-}
-
-/**
  * Whether a caller waiting for `wanted` should stop waiting: `reached` when the swarm is in that phase
  * (for RUNNING: serving the current generation), `settled` when it came to rest elsewhere (FAILED while
  * it should run; STOPPED), `waiting` otherwise.

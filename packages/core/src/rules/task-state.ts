@@ -11,8 +11,8 @@ import type { Outcome } from "../model/outcome"
 import {
   type AttemptState,
   FailedTaskStates,
+  isLive,
   isTerminalTask,
-  LiveTaskStates,
   type TaskState,
   TerminalTaskStates,
 } from "../model/states"
@@ -78,10 +78,6 @@ export const TaskTransitions: Record<TaskState, readonly TaskState[]> = {
 
 export function canTransition(from: TaskState, to: TaskState): boolean {
   return TaskTransitions[from].includes(to)
-}
-
-export function isLive(state: TaskState): boolean {
-  return (LiveTaskStates as readonly TaskState[]).includes(state)
 }
 
 /** The task's current attempt: the last one, if the task is live (PENDING tasks have none running). */

@@ -5,8 +5,8 @@
  */
 import { readFile } from "node:fs/promises"
 import { join } from "node:path"
-import type { Secrets } from "../runtime"
 import { VisibleError } from "../util/errors"
+import type { Secrets } from "./port"
 
 const safePart = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
 

@@ -3,8 +3,8 @@
  * process. Scoped by project, so a backend config of one project can never read another's secret.
  */
 import type { SSMClient } from "@aws-sdk/client-ssm"
-import type { Secrets } from "../runtime"
 import { BackendError, VisibleError } from "../util/errors"
+import type { Secrets } from "./port"
 
 export function SsmSecrets(options: {
   client: SSMClient

@@ -41,3 +41,31 @@ export function countDynamoCalls(client: DynamoDBClient): CallCounter {
     stop: () => void client.middlewareStack.remove(name),
   }
 }
+
+/**
+ * A StateStore that counts the calls made through it, by method (`get`, `query`, `update`, ...), over
+ * any adapter: what a step costs in store round trips, whatever the store.
+ */
+export function countingStore<S extends object>(
+  store: S,
+): { store: S; counts: Record<string, number>; reset(): void; total(): number } {
+  const counts: Record<string, number> = {}
+  const wrapped = new Proxy(store, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver)
+      if (typeof value !== "function") return value
+      return (...args: unknown[]) => {
+        counts[String(name)] = (counts[String(name)] ?? 0) + 1
+        return (value as (...a: unknown[]) => unknown).apply(target, args)
+      }
+    },
+  })
+  return {
+    store: wrapped,
+    counts,
+    reset() {
+      for (const key of Object.keys(counts)) delete counts[key]
+    },
+    total: () => Object.values(counts).reduce((sum, n) => sum + n, 0),
+  }
+}

@@ -23,7 +23,34 @@ export function formatEvent(project: string, e: NewEvent): string {
 }
 
 export function EventLog(store: StateStore, clock: Clock, logger: Logger) {
+  const jobPk = (project: string, id: string) => Keys.job(project, id).pk
+  const swarmPk = (project: string, name: string) => Keys.swarm(project, name).pk
   return {
+    /** A job's change, kept in the job's partition. */
+    job(project: string, id: string, change: Omit<NewEvent, "entity">): Promise<Event> {
+      return this.record(project, jobPk(project, id), { entity: { kind: "job", id }, ...change })
+    },
+
+    /** Changes of a job's tasks (`entity.id` is `<job>/<index>`), kept in the job's partition. */
+    tasks(project: string, jobId: string, changes: NewEvent[]): Promise<void> {
+      return this.recordMany(project, jobPk(project, jobId), changes)
+    },
+
+    /** A swarm's change, kept in the swarm's partition. */
+    swarm(project: string, name: string, change: Omit<NewEvent, "entity">): Promise<Event> {
+      return this.record(project, swarmPk(project, name), { entity: { kind: "swarm", id: name }, ...change })
+    },
+
+    /** A job's events (its own and its tasks'), oldest first. */
+    ofJob(project: string, id: string, options: { limit?: number; cursor?: string } = {}) {
+      return this.list(jobPk(project, id), options)
+    },
+
+    /** A swarm's events, oldest first. */
+    ofSwarm(project: string, name: string, options: { limit?: number; cursor?: string } = {}) {
+      return this.list(swarmPk(project, name), options)
+    },
+
     /** Write an event under partition `pk` and log it. */
     async record(project: string, pk: string, event: NewEvent): Promise<Event> {
       const now = clock.now()

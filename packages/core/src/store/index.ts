@@ -1,6 +1,8 @@
 /** The repositories over a StateStore: one bundle the API and the control loop share. */
 import type { Clock } from "../util/clock"
 import type { Logger } from "../util/logger"
+import { Active } from "./active"
+import { BackendState } from "./backend-state"
 import { Backends } from "./backends"
 import { EventLog } from "./events"
 import { Idempotency } from "./idempotency"
@@ -16,10 +18,12 @@ export function Repos(store: StateStore, clock: Clock, logger: Logger, pepper: s
   return {
     store,
     events,
+    active: Active(store),
+    backendState: BackendState(store),
     projects: Projects(store, clock, pepper),
     backends: Backends(store, clock, events),
-    swarms: Swarms(store, clock, events),
-    jobs: Jobs(store, clock, events),
+    swarms: Swarms(store),
+    jobs: Jobs(store, clock),
     workers: Workers(store, clock, events),
     idempotency: Idempotency(store, clock),
     leases: Leases(store, clock),

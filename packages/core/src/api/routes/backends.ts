@@ -1,9 +1,9 @@
 /** `/v1/backends`: register (create or replace) and read backends. */
 import { createRoute, z } from "@hono/zod-openapi"
-import { reportsHealth } from "../../backends/protocol"
-import { withBackend } from "../../backends/registry"
+import { autoscales, reportsCapacity, reportsHealth } from "../../backends/protocol"
+import { assertAvailable, withBackend } from "../../backends/registry"
 import { Backend, CreateBackendRequest } from "../../model/backend"
-import { NotFoundError } from "../../util/errors"
+import { NotFoundError, NotSupportedError } from "../../util/errors"
 import { requireRole } from "../auth"
 import { type ApiDeps, enqueue } from "../context"
 import {
@@ -41,7 +41,7 @@ export function backendRoutes(app: App, deps: ApiDeps): void {
       tags: ["backends"],
       summary: "Register a backend, or replace its config",
       description:
-        "201 when created, 200 when an existing backend's config was replaced (or was already the same).",
+        "201 when created, 200 when an existing backend's config was replaced (or was already the same). A type this release has no implementation of is refused with 422 `backend.not_available`, and nothing is written.",
       security,
       request: { headers: idempotencyHeader, body: jsonBody(CreateBackendRequest, "Backend id and config.") },
       responses: {
@@ -54,6 +54,7 @@ export function backendRoutes(app: App, deps: ApiDeps): void {
       const caller = c.get("caller")
       requireRole(caller, "admin")
       const body = c.req.valid("json")
+      assertAvailable(body.config.type)
       const { backend, created } = await deps.repos.backends.put(caller.project, body.id, body.config)
       await enqueue(deps, [
         {
@@ -119,8 +120,13 @@ export function backendRoutes(app: App, deps: ApiDeps): void {
       const body = await withBackend(record, deps, async (backend) => {
         const live = {
           status: await settle(() => backend.status()),
-          capacity: await settle(() => backend.resourceCapacity()),
-          autoscaler: await settle(() => backend.autoscalerStatus()),
+          capacity: await settle(async () => {
+            if (!reportsCapacity(backend))
+              throw new NotSupportedError(record.config.type, "resource capacity")
+            return backend.resourceCapacity()
+          }),
+          // A backend that does not autoscale has no scale group decisions to show.
+          autoscaler: autoscales(backend) ? await settle(() => backend.autoscalerStatus()) : { groups: [] },
         }
         // This was a contact: its result is the backend's health from now on, as a pass's would be.
         const health = reportsHealth(backend) ? backend.health() : undefined

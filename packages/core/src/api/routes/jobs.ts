@@ -1,13 +1,11 @@
 /** `/v1/jobs`: submit, list, get with tasks and attempts, cancel, events. */
 import { createRoute, z } from "@hono/zod-openapi"
 import { jobSpecIssues, withBackend } from "../../backends/registry"
-import { countTasks, deriveJobStatus } from "../../control/job-status"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
 import { Job, JobDetail, JobListQuery, JobRequest, specOf, Task } from "../../model/job"
-import { withPendingReason } from "../../store/jobs"
-import { Keys } from "../../store/keys"
+import { countTasks, deriveJobStatus, withPendingReason } from "../../rules/job-status"
 import { NotFoundError, ValidationError, VisibleError } from "../../util/errors"
 import { newId, seededId } from "../../util/ids"
 import { requireRole } from "../auth"
@@ -76,13 +74,15 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
       if (issues.length) throw new ValidationError(issues)
       const seed = c.get("idempotency")
       const id = seed ? seededId("job", seed.createdAt, seed.seed) : newId("job", deps.clock.now())
-      const job = await deps.repos.jobs.create(
+      const job = await deps.transitions.jobs.create(
         caller.project,
         id,
         { ...spec, backendId: backend.id },
         backend.id,
       )
-      await enqueue(deps, [{ kind: "job", project: caller.project, id, reason: "job.created" }])
+      await enqueue(deps, [
+        { kind: "job", project: caller.project, id, reason: "job.created", backendId: backend.id },
+      ])
       return c.json(job, 202)
     },
   )
@@ -201,7 +201,7 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
       const { tail, attempt } = c.req.valid("query")
       const job = await deps.repos.jobs.get(project, id)
       if (!job) throw new NotFoundError("job", id)
-      const task = await deps.repos.store.get<Task>(Keys.task(project, id, index))
+      const task = await deps.repos.jobs.task(project, id, index)
       if (!task) throw new NotFoundError("task", `${id}/${index}`)
       const backend = await deps.repos.backends.get(project, job.backendId)
       if (!backend) throw new NotFoundError("backend", job.backendId)
@@ -235,8 +235,16 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
       const caller = c.get("caller")
       requireRole(caller, "write")
       const { id } = c.req.valid("param")
-      const job = await deps.repos.jobs.cancel(caller.project, id)
-      await enqueue(deps, [{ kind: "job", project: caller.project, id, reason: "job.cancel_requested" }])
+      const job = await deps.transitions.jobs.cancel(caller.project, id)
+      await enqueue(deps, [
+        {
+          kind: "job",
+          project: caller.project,
+          id,
+          reason: "job.cancel_requested",
+          backendId: job.backendId,
+        },
+      ])
       return c.json(job, 202)
     },
   )
@@ -256,7 +264,7 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
       const { id } = c.req.valid("param")
       if (!(await deps.repos.jobs.get(project, id))) throw new NotFoundError("job", id)
       const query = c.req.valid("query")
-      const page = await deps.repos.events.list(Keys.job(project, id).pk, query)
+      const page = await deps.repos.events.ofJob(project, id, query)
       return c.json({ items: page.items, ...(page.cursor ? { nextCursor: page.cursor } : {}) }, 200)
     },
   )

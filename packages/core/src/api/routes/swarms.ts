@@ -1,12 +1,11 @@
 /** `/v1/swarms`: create-or-update by name, list, get (optionally waiting for a phase), delete. */
 import { createRoute } from "@hono/zod-openapi"
-import { waitState } from "../../control/swarm-phase"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
 import type { SwarmPhase } from "../../model/states"
 import { Swarm, SwarmGetQuery, SwarmRequest } from "../../model/swarm"
-import { Keys } from "../../store/keys"
+import { waitState } from "../../rules/swarm-phase"
 import type { Clock } from "../../util/clock"
 import { requireRole } from "../auth"
 import { type ApiDeps, enqueue } from "../context"
@@ -69,7 +68,7 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
         "backendId",
         spec.backendType,
       )
-      const { swarm, created, changed } = await deps.repos.swarms.apply(caller.project, {
+      const { swarm, created, changed } = await deps.transitions.swarms.apply(caller.project, {
         ...spec,
         backendId: backend.id,
       })
@@ -80,6 +79,7 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
             project: caller.project,
             id: swarm.name,
             reason: created ? "swarm.created" : "swarm.updated",
+            backendId: backend.id,
           },
         ])
       c.header("Swarmplane-Created", String(created))
@@ -143,7 +143,7 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
       const project = c.get("caller").project
       const { name } = c.req.valid("param")
       await deps.repos.swarms.mustGet(project, name)
-      const page = await deps.repos.events.list(Keys.swarm(project, name).pk, c.req.valid("query"))
+      const page = await deps.repos.events.ofSwarm(project, name, c.req.valid("query"))
       return c.json({ items: page.items, ...(page.cursor ? { nextCursor: page.cursor } : {}) }, 200)
     },
   )
@@ -164,9 +164,15 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
       const caller = c.get("caller")
       requireRole(caller, "write")
       const { name } = c.req.valid("param")
-      const swarm = await deps.repos.swarms.requestDelete(caller.project, name)
+      const swarm = await deps.transitions.swarms.requestDelete(caller.project, name)
       await enqueue(deps, [
-        { kind: "swarm", project: caller.project, id: name, reason: "swarm.delete_requested" },
+        {
+          kind: "swarm",
+          project: caller.project,
+          id: name,
+          reason: "swarm.delete_requested",
+          ...(swarm.backendId ? { backendId: swarm.backendId } : {}),
+        },
       ])
       return c.json(swarm, 202)
     },

@@ -10,12 +10,13 @@ import type { Backend, BackendConfigOf } from "../../model/backend"
 import type { Swarm } from "../../model/swarm"
 import type { Runtime } from "../../runtime"
 import { iso } from "../../util/clock"
-import { BackendError, NotSupportedError, VisibleError } from "../../util/errors"
+import { BackendError, VisibleError } from "../../util/errors"
 import { newId } from "../../util/ids"
 import type {
   FetchesManyLogs,
   LaunchResult,
   ReconcileResult,
+  ReportsCapacity,
   ReportsHealth,
   ScheduleResult,
   ServingBackend,
@@ -44,7 +45,7 @@ import {
   statusCommand,
   submitOrAdoptCommand,
 } from "./remote"
-import { outputDirOf, outputPath, progressPath, sbatchScript, sh, UnsafeValueError } from "./script"
+import { outputDirOf, outputPath, progressPath, sbatchScript, UnsafeValueError } from "./script"
 import { parseProbes, probeCommand, SlurmServing, servingNames, servingStatusFrom } from "./serving"
 import type { SshSession } from "./ssh"
 import { acquireSession } from "./ssh-pool"
@@ -62,18 +63,11 @@ export const InlineCommandBytes = 32 * 1024
 
 export function SlurmBackend(
   backend: Backend & { config: SlurmConfig },
-): TaskBackend & ServingBackend & ReportsHealth & FetchesManyLogs {
+  runtime: Runtime,
+): TaskBackend & ServingBackend & ReportsHealth & ReportsCapacity & FetchesManyLogs {
   const { project, id: backendId, config } = backend
-  let runtime: Runtime | undefined
   let lease: ReturnType<typeof acquireSession> | undefined
   let version: SlurmVersion | undefined
-  const rt = () => {
-    if (!runtime) throw new Error("bindRuntime() first")
-    return runtime
-  }
-  const unsupported = (what: string) => async (): Promise<never> => {
-    throw new NotSupportedError("slurm", what)
-  }
 
   /** What this invocation's contacts with the login node came to (the backend's health). */
   let contact: { healthy: boolean; message?: string } | undefined
@@ -83,7 +77,7 @@ export function SlurmBackend(
   /** The login's shared SSH session (kept across invocations); the Slurm version is read on first contact. */
   async function ssh(): Promise<SshSession> {
     if (!lease) {
-      const privateKey = await rt().secrets.get(project, config.sshKeySecret)
+      const privateKey = await runtime.secrets.get(project, config.sshKeySecret)
       lease ??= acquireSession({
         host: config.loginHost,
         port: config.port,
@@ -127,7 +121,6 @@ export function SlurmBackend(
   const serving = SlurmServing({
     config,
     run: (command, stdin) => run(command, stdin),
-    rt,
     backendId,
     project,
   })
@@ -135,7 +128,7 @@ export function SlurmBackend(
   /** The launch of one submission: its script (checked), then submit-or-adopt in one exec. */
   async function submit(name: string, refs: TaskRef[]): Promise<ReturnType<typeof submitResult>> {
     const swarm = refs[0]!.job.spec.swarm
-    const url = swarm ? (await rt().repos.swarms.get(project, swarm))?.url : undefined
+    const url = swarm ? (await runtime.repos.swarms.get(project, swarm))?.url : undefined
     let script: string
     try {
       script = sbatchScript(config, submissionOf(name, refs, url))
@@ -158,10 +151,6 @@ export function SlurmBackend(
       displayName: config.displayName ?? backendId,
     },
 
-    bindRuntime(r) {
-      runtime = r
-    },
-
     health: () => contact,
 
     /**
@@ -176,7 +165,7 @@ export function SlurmBackend(
         const swarm = ref.job.spec.swarm
         if (swarm && !ref.job.serving) {
           if (!serving.has(swarm)) {
-            const s = await rt().repos.swarms.get(project, swarm)
+            const s = await runtime.repos.swarms.get(project, swarm)
             serving.set(swarm, s?.phase === "RUNNING" && !!s.url)
           }
           if (!serving.get(swarm)) {
@@ -190,7 +179,7 @@ export function SlurmBackend(
         byJob.set(ref.job.id, [...(byJob.get(ref.job.id) ?? []), ref])
       }
       const assignments: ScheduleResult["assignments"] = []
-      const now = rt().clock.now()
+      const now = runtime.clock.now()
       for (const refs of byJob.values()) {
         // A new job's tasks are written in batches: one a pass sees half-written waits (briefly) for the
         // rest, so the job goes out as one array.
@@ -206,7 +195,7 @@ export function SlurmBackend(
             )
           continue
         }
-        const name = `${JOB_NAME_PREFIX}${newId("s", rt().clock.now())}`
+        const name = `${JOB_NAME_PREFIX}${newId("s", runtime.clock.now())}`
         const ordered = refs.sort((a, b) => a.task.data.index - b.task.data.index)
         for (const [index, ref] of ordered.entries())
           assignments.push({ ref, attemptUid: request.mintAttemptUid(), submission: `${name}#${index}` })
@@ -247,7 +236,7 @@ export function SlurmBackend(
           continue
         }
         if (outcome.adopted)
-          rt().logger.info(
+          runtime.logger.info(
             `${project} slurm ${backendId}: adopted job ${outcome.jobId} (${name}) from an earlier submit`,
           )
         for (const ref of refs) {
@@ -309,7 +298,7 @@ export function SlurmBackend(
           progress: parseProgressSection(parts.progress),
           exits: parseExitSection(parts.exit),
         },
-        rt().clock.now(),
+        runtime.clock.now(),
       )
       // What a failed task printed last is usually why: read in one more command, only when some failed.
       const failed = (observed.transitions ?? []).filter((t) => t.outcome.kind === "failed")
@@ -333,10 +322,6 @@ export function SlurmBackend(
       return { ...observed, workers: [] }
     },
 
-    async autoscale() {
-      return { groups: [] }
-    },
-
     /**
      * The cluster as the login node shows it. Unhealthy, with the reason, when a partition the config
      * names does not exist there (every submit to it would be refused).
@@ -355,25 +340,9 @@ export function SlurmBackend(
       return status
     },
 
-    async autoscalerStatus() {
-      return { groups: [] }
-    },
-
     async resourceCapacity() {
       return capacityOf((await this.status()).detail.nodes as SinfoNode[])
     },
-
-    runtimeImage: () => undefined,
-
-    async getProcessStatus(target) {
-      const t = parseTarget(target.attemptUid) ?? undefined
-      if (!t) throw new NotSupportedError("slurm", "process status by attempt id (give the Slurm job id)")
-      const out = await run(`scontrol show job -o ${sh(`${t.jobId}_${t.index}`)}`)
-      return { ...(parseScontrolJobs(out.stdout).values().next().value?.fields ?? {}) }
-    },
-
-    profileTask: unsupported("profiling"),
-    execInContainer: unsupported("exec"),
 
     async fetchLogs(ref, tail) {
       return (await this.fetchLogsMany([ref], tail))[0]!
@@ -391,13 +360,10 @@ export function SlurmBackend(
       })
       const paths = files.flatMap((f) => (f.path ? [f.path] : []))
       const out = paths.length ? await run(logsCommand(paths, tail)) : { stdout: "" }
-      return tailsOf(files, out.stdout, tail, iso(rt().clock.now()))
+      return tailsOf(files, out.stdout, tail, iso(runtime.clock.now()))
     },
 
-    // No worker store: Slurm tracks its nodes.
-    async seedLiveness() {},
-
-    async runTeardown(effects) {
+    async stop(effects) {
       const ids = effects.flatMap((e) => (e.kind === "stop" && parseTarget(e.target) ? [e.target!] : []))
       if (!ids.length) return
       const out = await run(cancelCommand(ids))
@@ -407,11 +373,6 @@ export function SlurmBackend(
           `scancel left ${left.split("\n").join(", ")} running on ${config.loginHost}`,
           true,
         )
-    },
-
-    async teardown() {},
-    async pruneDeadWorkers() {
-      return 0
     },
 
     async close() {

@@ -10,7 +10,6 @@ import { createHash } from "node:crypto"
 import type { BackendConfigOf } from "../../model/backend"
 import { SlurmGrammarText, SlurmNamePattern } from "../../model/slurm-grammar"
 import type { Swarm } from "../../model/swarm"
-import type { Runtime } from "../../runtime"
 import { BackendError } from "../../util/errors"
 import type { ServingStatus } from "../protocol"
 import { mapSlurmState, parseSqueue, SQUEUE_FORMAT, type SqueueRow } from "./parse"
@@ -33,7 +32,6 @@ export interface SlurmServingOptions {
   project: string
   backendId: string
   run(command: string, stdin?: string): Promise<ExecResult>
-  rt(): Runtime
 }
 
 /**

@@ -4,9 +4,9 @@ import { ScaleGroup } from "../../model/backend"
 import { type Job, JobSpec, type Task } from "../../model/job"
 import type { LiveTaskStates } from "../../model/states"
 import type { Worker } from "../../model/worker"
+import type { ProviderInstance } from "../../providers/port"
 import type { ScaleGroupStatus, TaskRef } from "../protocol"
 import { backoffMs, type GroupState, planScaling, type ScalingInput } from "./autoscaler"
-import type { ProviderInstance } from "./providers"
 
 const t0 = "2026-01-01T00:00:00.000Z"
 const now = Date.parse("2026-01-01T01:00:00.000Z")

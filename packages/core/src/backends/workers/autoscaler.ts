@@ -7,10 +7,10 @@
  */
 import type { ScaleGroup } from "../../model/backend"
 import type { Worker } from "../../model/worker"
+import type { ProviderInstance } from "../../providers/port"
 import { place } from "../../scheduling/place"
 import type { SchedWorker } from "../../scheduling/types"
 import type { ScaleGroupStatus, TaskRef } from "../protocol"
-import type { ProviderInstance } from "./providers"
 import { buildSnapshot, res, workerAttributes } from "./snapshot"
 
 export interface GroupState {

@@ -9,17 +9,18 @@ import type { Job } from "../../model/job"
 import type { Worker } from "../../model/worker"
 import type { Runtime } from "../../runtime"
 import { place } from "../../scheduling/place"
-import { Keys } from "../../store/keys"
-import { mutate, type StoredItem } from "../../store/port"
+import type { StoredItem } from "../../store/port"
 import { iso } from "../../util/clock"
-import { NotSupportedError } from "../../util/errors"
 import type {
   AutoscaleResult,
+  AutoscalingBackend,
   ReconcileResult,
+  ReportsCapacity,
   ScheduleResult,
   ServingBackend,
   TaskBackend,
   TaskRef,
+  WorkerStoreBackend,
 } from "../protocol"
 import { backoffMs, type GroupState, planScaling, StartTimeoutMs } from "./autoscaler"
 import { Serving } from "./serving"
@@ -40,19 +41,22 @@ function groupState(state: AutoscalerState, name: string): GroupState {
   return fresh
 }
 
-export function WorkersBackend(backend: Backend & { config: WorkersConfig }): TaskBackend & ServingBackend {
-  let runtime: Runtime | undefined
-  const rt = () => {
-    if (!runtime) throw new Error("bindRuntime() first")
-    return runtime
-  }
+/**
+ * A gap between passes this long means the control loop itself was away (not the workers): far more
+ * than the cron period (1 min), so ordinary passes never mistake silence for it.
+ */
+export function awayAfterMs(graceS: number): number {
+  return Math.max(5 * 60_000, 3 * graceS * 1000)
+}
+
+export function WorkersBackend(
+  backend: Backend & { config: WorkersConfig },
+  runtime: Runtime,
+): TaskBackend & ServingBackend & WorkerStoreBackend & AutoscalingBackend & ReportsCapacity {
   const { project, id: backendId, config } = backend
   const graceMs = config.heartbeatGraceS * 1000
-  const serving = Serving(rt)
-  const unsupported = (what: string) => async (): Promise<never> => {
-    throw new NotSupportedError("workers", what)
-  }
-  const workerItems = () => rt().repos.workers.items(project, backendId)
+  const serving = Serving(runtime)
+  const workerItems = () => runtime.repos.workers.items(project, backendId)
   const alive = (items: StoredItem<Worker>[]) => items.map((i) => i.data).filter((w) => w.health !== "dead")
 
   return {
@@ -73,10 +77,6 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
       displayName: config.displayName ?? backendId,
     },
 
-    bindRuntime(r) {
-      runtime = r
-    },
-
     async schedule(request): Promise<ScheduleResult> {
       const workers = alive(await workerItems()).filter(
         (w) => w.health === "healthy" && !request.unavailableWorkers?.has(w.id),
@@ -89,7 +89,7 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
         const swarm = ref.job.spec.swarm
         if (swarm && !ref.job.serving) {
           if (!swarmReady.has(swarm))
-            swarmReady.set(swarm, (await rt().repos.swarms.get(project, swarm))?.phase === "RUNNING")
+            swarmReady.set(swarm, (await runtime.repos.swarms.get(project, swarm))?.phase === "RUNNING")
           if (!swarmReady.get(swarm)) {
             pendingReasons.set(
               `${ref.job.id}/${ref.task.data.index}`,
@@ -127,7 +127,7 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
     },
 
     async reconcile(request): Promise<ReconcileResult> {
-      const now = rt().clock.now()
+      const now = runtime.clock.now()
       const items = await workerItems()
       const byId = new Map(items.map((i) => [i.data.id, i]))
       const health: ReconcileResult["workers"] = []
@@ -159,11 +159,14 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
     },
 
     async autoscale(request): Promise<AutoscaleResult> {
-      const r = rt()
-      const now = r.clock.now()
-      const key = Keys.autoscaler(project, backendId)
-      const stored = await r.repos.store.get<AutoscalerState>(key, { consistent: true })
-      const state: AutoscalerState = stored?.data ?? { groups: {} }
+      const now = runtime.clock.now()
+      const state: AutoscalerState = (await runtime.repos.backendState.get<AutoscalerState>(
+        project,
+        backendId,
+        {
+          consistent: true,
+        },
+      )) ?? { groups: {} }
       const items = await workerItems()
       const workers = alive(items)
       const instances = new Map<
@@ -171,7 +174,7 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
         Awaited<ReturnType<NonNullable<Runtime["providers"]["local"]>["list"]>>
       >()
       for (const group of config.scaleGroups) {
-        const provider = r.providers[group.provider.type]
+        const provider = runtime.providers[group.provider.type]
         const target = { project, backendId, group }
         const list = provider ? await provider.list(target).catch(() => []) : []
         // Instances of dead workers, and ones that never registered, are stopped and count as failures.
@@ -227,7 +230,7 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
       })
       for (const { group, count } of plan.start) {
         const g = groupState(state, group.name)
-        const provider = r.providers[group.provider.type]
+        const provider = runtime.providers[group.provider.type]
         try {
           if (!provider) throw new Error(`no "${group.provider.type}" provider where this control plane runs`)
           await provider.start({ project, backendId, group }, count)
@@ -247,7 +250,7 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
       }
       for (const { group, instanceIds } of plan.stop) {
         const g = groupState(state, group.name)
-        await r.providers[group.provider.type]?.stop({ project, backendId, group }, instanceIds)
+        await runtime.providers[group.provider.type]?.stop({ project, backendId, group }, instanceIds)
         g.stops.push(...instanceIds.map(() => now))
       }
       for (const g of Object.values(state.groups)) {
@@ -256,8 +259,7 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
       }
       const result: AutoscaleResult = { groups: plan.status }
       const data: AutoscalerState = { ...state, lastResult: result }
-      if (stored) await mutate<AutoscalerState>(r.repos.store, key, (item) => ({ ...item, data }))
-      else await r.repos.store.create({ ...key, type: "autoscaler", data }).catch(() => undefined)
+      await runtime.repos.backendState.put(project, backendId, data)
       return result
     },
 
@@ -270,9 +272,11 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
       }
     },
 
+    keepsMinimum: () => config.scaleGroups.some((g) => g.min > 0),
+
     async autoscalerStatus() {
-      const stored = await rt().repos.store.get<AutoscalerState>(Keys.autoscaler(project, backendId))
-      return stored?.data.lastResult ?? { groups: [] }
+      const stored = await runtime.repos.backendState.get<AutoscalerState>(project, backendId)
+      return stored?.lastResult ?? { groups: [] }
     },
 
     /** What the live workers have, and what of it the attempts placed on them leave free. */
@@ -287,8 +291,8 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
       const used = { cpu: 0, memoryMiB: 0, gpu: 0 }
       const specs = new Map<string, Job | undefined>()
       for (const worker of workers)
-        for (const { jobId, task } of await rt().repos.jobs.heldBy(project, worker.id)) {
-          if (!specs.has(jobId)) specs.set(jobId, await rt().repos.jobs.get(project, jobId))
+        for (const { jobId, task } of await runtime.repos.jobs.heldBy(project, worker.id)) {
+          if (!specs.has(jobId)) specs.set(jobId, await runtime.repos.jobs.get(project, jobId))
           const job = specs.get(jobId)
           if (!job) continue
           const r =
@@ -308,15 +312,10 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
       }
     },
 
-    runtimeImage: () => undefined,
-    getProcessStatus: unsupported("process status"),
-    profileTask: unsupported("profiling"),
-    execInContainer: unsupported("exec"),
-
     async fetchLogs(ref, tail) {
       const attempt = ref.task.data.attempts.at(-1)
       if (!attempt) return { attemptUid: "", lines: [], truncated: false }
-      const record = await rt().repos.jobs.logTail(
+      const record = await runtime.repos.jobs.logTail(
         project,
         ref.job.id,
         ref.task.data.index,
@@ -331,23 +330,24 @@ export function WorkersBackend(backend: Backend & { config: WorkersConfig }): Ta
       }
     },
 
+    isAway: (lastPassAt, now) => now - lastPassAt > awayAfterMs(config.heartbeatGraceS),
+
     async seedLiveness() {
-      const seedAt = iso(rt().clock.now())
+      const seedAt = iso(runtime.clock.now())
       for (const item of await workerItems())
-        if (item.data.health !== "dead") await rt().repos.workers.setHealth(item, "healthy", { seedAt })
+        if (item.data.health !== "dead") await runtime.repos.workers.setHealth(item, "healthy", { seedAt })
     },
 
     // Stopping needs no call: an attempt that is no longer live leaves its worker's desired set.
-    async runTeardown() {},
-    async teardown() {},
+    async stop() {},
 
     async pruneDeadWorkers() {
-      const now = rt().clock.now()
+      const now = runtime.clock.now()
       const old = (await workerItems()).filter(
         (i) =>
           i.data.health === "dead" && now - Date.parse(i.data.lastSeen) > config.deadWorkerRetentionS * 1000,
       )
-      for (const item of old) await rt().repos.workers.remove(item)
+      for (const item of old) await runtime.repos.workers.remove(item)
       return old.length
     },
 

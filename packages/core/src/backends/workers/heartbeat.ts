@@ -8,11 +8,9 @@
  *   observed KILLED of an attempt still wanted → worker_failed (the worker stopped it: preemption budget)
  */
 import type { Job, Task } from "../../model/job"
-import type { Outcome } from "../../model/outcome"
+import type { Outcome, TaskReport } from "../../model/outcome"
 import type { DesiredAttempt, ObservedAttempt, Worker } from "../../model/worker"
 import type { Runtime } from "../../runtime"
-import type { TaskReport } from "../../store/jobs"
-import { Keys } from "../../store/keys"
 import type { StoredItem } from "../../store/port"
 import { NotFoundError } from "../../util/errors"
 
@@ -65,7 +63,7 @@ function outcomeOf(task: Task, seen: ObservedAttempt, serving: boolean): Outcome
 
 /** Apply a worker's observations and return its desired set. */
 export async function heartbeat(
-  rt: Pick<Runtime, "repos">,
+  rt: Pick<Runtime, "repos" | "transitions">,
   project: string,
   workerId: string,
   observed: ObservedAttempt[],
@@ -76,12 +74,9 @@ export async function heartbeat(
   const heldItems = await repos.jobs.heldBy(project, workerId)
   const held = heldItems.map((h) => h.task)
   const jobIds = [...new Set(heldItems.map((h) => h.jobId))]
-  const jobs = new Map(
-    (await repos.store.getMany<Job>(jobIds.map((id) => Keys.job(project, id)))).map(
-      (j) => [j.data.id, j.data] as const,
-    ),
-  )
-  const jobOf = (item: StoredItem<Task>) => jobs.get(item.pk.slice(item.pk.lastIndexOf("#JOB#") + 5))
+  const jobs = new Map((await repos.jobs.getMany(project, jobIds)).map((j) => [j.id, j] as const))
+  const jobIdOf = new Map(heldItems.map((h) => [h.task, h.jobId] as const))
+  const jobOf = (item: StoredItem<Task>) => jobs.get(jobIdOf.get(item) ?? "")
 
   // 2. Observations → reports per job; output tails kept.
   const byAttempt = new Map(held.map((t) => [t.data.attempts.at(-1)?.attemptUid, t] as const))
@@ -112,7 +107,7 @@ export async function heartbeat(
   const current = new Map(held.map((t) => [`${jobOf(t)?.id}/${t.data.index}`, t.data]))
   for (const [jobId, list] of reports) {
     const job = jobs.get(jobId)!
-    const { tasks } = await repos.jobs.applyReports(job, list)
+    const { tasks } = await rt.transitions.jobs.applyReports(job, list)
     for (const t of tasks) if (current.has(`${jobId}/${t.index}`)) current.set(`${jobId}/${t.index}`, t)
   }
 

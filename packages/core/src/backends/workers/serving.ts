@@ -4,12 +4,12 @@
  * agents like any task. Replica tasks serve on the `PORT` their agent picks; the router task (the last
  * index) is the agent's proxy over the ready replicas and gives the swarm its one endpoint.
  */
-import { isFinished } from "../../control/job-status"
+
 import type { Job, JobSpec, Task } from "../../model/job"
-import { FailedTaskStates, isTerminalTask, type TaskState } from "../../model/states"
+import { FailedTaskStates, isFinished, isTerminalTask, type TaskState } from "../../model/states"
 import type { Swarm } from "../../model/swarm"
+import { withPendingReason } from "../../rules/job-status"
 import type { Runtime } from "../../runtime"
-import { withPendingReason } from "../../store/jobs"
 import type { ServingStatus } from "../protocol"
 
 export function servingJobId(swarm: string, generation: number): string {
@@ -42,7 +42,7 @@ function servingSpec(swarm: Swarm): JobSpec {
   }
 }
 
-export function Serving(rt: () => Runtime) {
+export function Serving(rt: Runtime) {
   /**
    * Cancel the serving jobs of every generation below `below`, from the one the swarm's handle names
    * (or the first): a generation whose handle was never saved (a pass that lost a race) is not left running.
@@ -50,15 +50,15 @@ export function Serving(rt: () => Runtime) {
   const cancelOlder = async (swarm: Swarm, below: number) => {
     const from = Number(swarm.handle?.meta.generation ?? 1)
     for (let g = Math.max(1, from); g < below; g++) {
-      const job = await rt().repos.jobs.get(swarm.project, servingJobId(swarm.name, g))
+      const job = await rt.repos.jobs.get(swarm.project, servingJobId(swarm.name, g))
       if (job && !job.cancelRequested && !["SUCCEEDED", "FAILED", "CANCELLED"].includes(job.status))
-        await rt().repos.jobs.cancel(swarm.project, job.id)
+        await rt.transitions.jobs.cancel(swarm.project, job.id)
     }
   }
   return {
     /** Make sure the current generation's serving job exists; cancel older generations' jobs. */
     async createOrUpdate(swarm: Swarm): Promise<NonNullable<Swarm["handle"]>> {
-      const { jobs } = rt().repos
+      const { jobs } = rt.transitions
       const id = servingJobId(swarm.name, swarm.generation)
       await jobs.create(swarm.project, id, servingSpec(swarm), swarm.backendId!, {
         serving: {
@@ -74,7 +74,7 @@ export function Serving(rt: () => Runtime) {
 
     async status(swarm: Swarm): Promise<ServingStatus | { gone: true }> {
       if (!swarm.handle) return { gone: true }
-      const loaded = await rt().repos.jobs.load(swarm.project, swarm.handle.id)
+      const loaded = await rt.repos.jobs.load(swarm.project, swarm.handle.id)
       if (!loaded?.job.data.serving) return { gone: true }
       return servingStatus(
         loaded.job.data,

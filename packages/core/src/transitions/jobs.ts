@@ -1,0 +1,349 @@
+/**
+ * Job and task transitions applied to stored items: read what a decision needs, let `rules/` decide,
+ * write the result with conditional (and, under a lease, fenced) writes, and record an event per
+ * change. The API, the control loop and the workers backend (whose substrate is the store) all change
+ * jobs through here, so a change is decided and recorded the same way wherever it starts.
+ */
+import type { Job, JobSpec, Task } from "../model/job"
+import type { TaskReport } from "../model/outcome"
+import { FailedTaskStates, isFinished, isTerminalTask, type TaskState } from "../model/states"
+import { countTasks, deriveJobStatus, planKills } from "../rules/job-status"
+import { applyGangOutcome, applyOutcome, newTask, noteServing, repairGang } from "../rules/task-state"
+import type { EventLog } from "../store/events"
+import type { Jobs } from "../store/jobs"
+import { type StoredItem, VersionConflictError } from "../store/port"
+import { type Clock, iso } from "../util/clock"
+import { mapLimit } from "../util/concurrency"
+import { NotFoundError } from "../util/errors"
+
+/** Jobs of at most this many tasks are recounted whenever one of their tasks ends. */
+const RecountTasks = 100
+/** Task writes in flight at once (a cancel's kills). */
+const WriteConcurrency = 16
+
+export interface JobTransitionDeps {
+  jobs: Jobs
+  events: EventLog
+  clock: Clock
+}
+
+/** Stored tasks whose state moved, as events, each with the outcome's reason and message. */
+function taskEvents(
+  jobId: string,
+  moved: readonly Task[],
+  before: ReadonlyMap<number, StoredItem<Task>>,
+  reports: readonly TaskReport[] = [],
+  fallback = "gang",
+) {
+  return moved.map((t) => {
+    const last = t.attempts.at(-1)
+    const report = reports.find((r) => r.index === t.index && "outcome" in r)
+    const outcome = report && "outcome" in report ? report.outcome : undefined
+    const reason = outcome ? ("reason" in outcome ? outcome.reason : outcome.kind) : fallback
+    return {
+      entity: { kind: "task" as const, id: `${jobId}/${t.index}` },
+      from: before.get(t.index)!.data.state,
+      to: t.state,
+      reason,
+      ...(outcome && "message" in outcome && outcome.message
+        ? { message: outcome.message }
+        : last?.exitCode !== undefined && t.state !== "RUNNING"
+          ? { message: `exit code ${last.exitCode}` }
+          : {}),
+    }
+  })
+}
+
+export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
+  const api = {
+    /**
+     * Create a job and its tasks, PENDING. Idempotent for a given id: a retry of a request that crashed
+     * half-way writes only the missing tasks and returns the job as stored.
+     */
+    async create(
+      project: string,
+      id: string,
+      spec: JobSpec,
+      backendId: string,
+      extra: Pick<Job, "serving"> = {},
+    ): Promise<Job> {
+      const now = iso(clock.now())
+      const job: Job = {
+        id,
+        project,
+        spec,
+        backendId,
+        status: "PENDING",
+        counts: { PENDING: spec.tasks },
+        cancelRequested: false,
+        ...extra,
+        createdAt: now,
+        updatedAt: now,
+      }
+      const tasks = Array.from({ length: spec.tasks }, (_, i) => newTask(i, now))
+      const stored = await jobs.create(job, tasks)
+      if (stored.created)
+        await events.job(project, id, {
+          to: "PENDING",
+          reason: "created",
+          message: `${spec.tasks} task(s) on ${backendId}`,
+        })
+      return stored.job
+    },
+
+    /**
+     * Recompute a job's counts and status from its tasks and store them (with an event when the status
+     * changes). The tasks are read after the job item on every try, so the write that wins always
+     * carries the newest counts. A finished job keeps its status (only its counts may still move) and
+     * leaves the active index.
+     */
+    async refresh(
+      project: string,
+      id: string,
+      reason: string,
+      fence?: number,
+      /** The job item as the caller last saw it: tried first, without a read (a stale one costs a retry). */
+      known?: StoredItem<Job>,
+    ): Promise<Job | undefined> {
+      let from: Job["status"] | undefined
+      const updated = await jobs.update(
+        project,
+        id,
+        async ({ data: job }) => {
+          const tasks = await jobs.readTasks(project, id)
+          const counts = countTasks(tasks.map((t) => t.data))
+          const derived = deriveJobStatus(job.spec, counts, job.spec.tasks, job.cancelRequested)
+          const status = isFinished(job.status) ? job.status : derived
+          if (status === job.status && JSON.stringify(counts) === JSON.stringify(job.counts)) return undefined
+          from = job.status
+          const now = iso(clock.now())
+          return {
+            ...job,
+            status,
+            counts,
+            updatedAt: now,
+            ...(isFinished(status) && !job.finishedAt ? { finishedAt: now } : {}),
+          }
+        },
+        fence,
+        known,
+      )
+      if (updated && from && from !== updated.data.status)
+        await events.job(project, id, { from, to: updated.data.status, reason })
+      return updated?.data
+    },
+
+    /**
+     * Bring a job to rest with its tasks: kill every unfinished task when cancel was asked for or more
+     * tasks failed than the job tolerates, repair a broken gang, then recompute the job's counts and
+     * status. Returns the attempts to stop on the substrate and the tasks it changed.
+     */
+    async settle(
+      project: string,
+      id: string,
+      fence?: number,
+    ): Promise<{ job?: Job; stop: string[]; tasks: Task[] }> {
+      const head = await jobs.head(project, id)
+      if (!head) return { stop: [], tasks: [] }
+      const job = head.data
+      const counts = job.counts
+      const unfinished = Object.entries(counts).some(([state, n]) => n && !isTerminalTask(state as TaskState))
+      const failedOut =
+        FailedTaskStates.reduce((n, st) => n + (counts[st] ?? 0), 0) > job.spec.maxTaskFailures
+      // Reading every task is only needed to kill (cancel, failures past tolerance) or to check a gang.
+      let stop: string[] = []
+      const changed: Task[] = []
+      if (unfinished && (job.cancelRequested || failedOut || job.spec.coscheduling)) {
+        const tasks = await jobs.readTasks(project, id)
+        const now = iso(clock.now())
+        const kills = planKills(
+          job.spec,
+          tasks.map((t) => t.data),
+          job.cancelRequested,
+          now,
+        )
+        const reason = job.cancelRequested ? "cancelled" : "job_failed"
+        const killed = await api.applyReports(
+          job,
+          kills.changed.map((t) => ({ index: t.index, outcome: { kind: "killed" as const, reason } })),
+          fence === undefined ? {} : { fence },
+        )
+        stop = killed.stop
+        changed.push(...killed.tasks)
+        if (job.spec.coscheduling && !kills.changed.length) {
+          const repair = repairGang(
+            tasks.map((t) => t.data),
+            job.spec,
+            now,
+          )
+          const before = new Map(tasks.map((t) => [t.data.index, t]))
+          await jobs.writeTasks(
+            job,
+            repair.changed.map((task) => ({ task, prior: before.get(task.index)! })),
+            fence,
+          )
+          await events.tasks(project, id, taskEvents(id, repair.changed, before, [], "gang_repair"))
+          stop.push(...repair.stop)
+          changed.push(...repair.changed)
+        }
+      }
+      const refreshed = await api.refresh(
+        project,
+        id,
+        job.cancelRequested ? "cancelled" : "tasks_changed",
+        fence,
+      )
+      return { job: refreshed ?? job, stop, tasks: changed }
+    },
+
+    /**
+     * Cancel: mark the job, kill the tasks that hold nothing on a backend (PENDING ones) at once, and
+     * leave live attempts to the reconcile pass, which stops them on the backend and marks them KILLED.
+     * Calling it again finishes a cancel that failed half-way.
+     */
+    async cancel(project: string, id: string): Promise<Job> {
+      let requested = false
+      const marked = await jobs.update(project, id, ({ data }) => {
+        if (data.cancelRequested || isFinished(data.status)) return undefined
+        requested = true
+        return { ...data, cancelRequested: true, updatedAt: iso(clock.now()) }
+      })
+      if (!marked) throw new NotFoundError("job", id)
+      if (isFinished(marked.data.status)) return marked.data
+      if (requested)
+        await events.job(project, id, {
+          from: marked.data.status,
+          to: marked.data.status,
+          reason: "cancel_requested",
+        })
+      const loaded = await jobs.load(project, id)
+      const now = iso(clock.now())
+      const idle = (loaded?.tasks ?? []).filter((t) => t.data.state === "PENDING")
+      const killed = await mapLimit(idle, WriteConcurrency, async (stored) => {
+        const result = applyOutcome(
+          stored.data,
+          { kind: "killed", reason: "cancelled" },
+          marked.data.spec,
+          now,
+        )
+        try {
+          await jobs.writeTasks(marked.data, [{ task: result.task, prior: stored }])
+          return stored.data.index
+        } catch (error) {
+          // The task moved meanwhile (e.g. it was just placed): the reconcile pass kills it instead.
+          if (error instanceof VersionConflictError) return undefined
+          throw error
+        }
+      })
+      await events.tasks(
+        project,
+        id,
+        killed
+          .filter((index) => index !== undefined)
+          .map((index) => ({
+            entity: { kind: "task", id: `${id}/${index}` },
+            from: "PENDING",
+            to: "KILLED",
+            reason: "cancelled",
+          })),
+      )
+      return (await api.refresh(project, id, "cancelled")) ?? marked.data
+    },
+
+    /**
+     * Apply reports about a job's tasks: outcomes (state changes, with the gang rules when the job is
+     * coscheduled) and serving notes (where a replica listens, whether it is ready). Each task write is
+     * conditional on its version and, under a lease, carries the fencing token; a lost race re-reads and
+     * re-applies (outcomes about attempts that moved on are stale and change nothing). Records an event
+     * per task state change. Returns the attempts to stop on the substrate, how many tasks changed,
+     * how many of them changed state, and the tasks as written.
+     */
+    async applyReports(
+      job: Job,
+      reports: TaskReport[],
+      options: {
+        fence?: number
+        /**
+         * The tasks as the caller last saw them stored (a reconcile pass's snapshot): the first try
+         * writes on their versions instead of reading them again; a stale one loses its race and the
+         * next try reads. Not used for a gang, whose rules need all its tasks.
+         */
+        known?: ReadonlyMap<number, StoredItem<Task>>
+      } = {},
+    ): Promise<{ stop: string[]; changed: number; moved: number; tasks: Task[]; items: StoredItem<Task>[] }> {
+      if (!reports.length) return { stop: [], changed: 0, moved: 0, tasks: [], items: [] }
+      const indexes = [...new Set(reports.map((r) => r.index))]
+      const { known } = options
+      for (let attempt = 0; ; attempt++) {
+        const now = iso(clock.now())
+        const stored =
+          attempt === 0 && known && !job.spec.coscheduling && indexes.every((i) => known.has(i))
+            ? indexes.map((i) => known.get(i)!)
+            : await jobs.readTasks(job.project, job.id, job.spec.coscheduling ? undefined : indexes)
+        const before = new Map(stored.map((t) => [t.data.index, t]))
+        let tasks = stored.map((t) => t.data)
+        const stop: string[] = []
+        for (const report of reports) {
+          if ("serving" in report) {
+            tasks = tasks.map((t) =>
+              t.index === report.index ? noteServing(t, report.serving, now).task : t,
+            )
+            continue
+          }
+          if (job.spec.coscheduling) {
+            const result = applyGangOutcome(tasks, report.index, report.outcome, job.spec, now)
+            tasks = result.tasks
+            stop.push(...result.stop)
+          } else {
+            tasks = tasks.map((t) => {
+              if (t.index !== report.index) return t
+              const result = applyOutcome(t, report.outcome, job.spec, now)
+              stop.push(...result.stop)
+              return result.task
+            })
+          }
+        }
+        const changed = tasks.filter((t) => t !== before.get(t.index)?.data)
+        const items = new Map(before)
+        try {
+          const written = await jobs.writeTasks(
+            job,
+            changed.map((task) => ({ task, prior: before.get(task.index)! })),
+            options.fence,
+          )
+          for (const item of written) items.set(item.data.index, item)
+        } catch (error) {
+          if (error instanceof VersionConflictError && attempt < 10) continue
+          throw error
+        }
+        const moved = changed.filter((t) => t.state !== before.get(t.index)?.data.state)
+        await events.tasks(job.project, job.id, taskEvents(job.id, moved, before, reports))
+        // The report that ends a job's last open task brings the job to its end at once (not a pass
+        // later): job lists and details read SUCCEEDED as soon as the tasks have. The job's counts are
+        // only a hint of whether this is that report; the full count is taken when it may be.
+        const ended = moved.filter(
+          (t) => isTerminalTask(t.state) && !isTerminalTask(before.get(t.index)!.data.state),
+        ).length
+        const open = Object.entries(job.counts).reduce(
+          (n, [state, count]) => n + (isTerminalTask(state as TaskState) ? 0 : (count ?? 0)),
+          0,
+        )
+        if (ended > 0 && (job.spec.tasks <= RecountTasks || open - ended <= 0) && !isFinished(job.status))
+          await api.refresh(job.project, job.id, "tasks_ended", options.fence)
+        return { stop, changed: changed.length, moved: moved.length, tasks, items: [...items.values()] }
+      }
+    },
+
+    /** Store why the job's pending tasks wait (one reason per job: its tasks are alike). */
+    async setPendingReason(project: string, id: string, reason: string, fence?: number): Promise<void> {
+      await jobs.update(
+        project,
+        id,
+        ({ data }) => (data.pendingReason === reason ? undefined : { ...data, pendingReason: reason }),
+        fence,
+      )
+    },
+  }
+  return api
+}
+export type JobTransitions = ReturnType<typeof JobTransitions>
