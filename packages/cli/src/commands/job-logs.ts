@@ -5,8 +5,8 @@
  */
 import { TerminalTaskStates } from "@swarmplane/core/contract"
 import type { Command } from "commander"
+import pMap from "p-map"
 import type { Client, JobDetail, LogTail, Task } from "../client"
-import { mapLimit } from "../concurrency"
 import type { Ctx } from "../context"
 import { CliError, ExitCode, UsageError } from "../errors"
 import { client, common, examples, integer, note, out, outputOption, show } from "../kit"
@@ -92,14 +92,18 @@ async function tailsOf(
   attempt?: string,
 ): Promise<LogTail[]> {
   if (attempt || tasks.length === 1)
-    return mapLimit(tasks, 8, (task) =>
-      api.taskLogs(id, task.index, { tail, ...(attempt ? { attempt } : {}) }),
-    )
+    return pMap(tasks, (task) => api.taskLogs(id, task.index, { tail, ...(attempt ? { attempt } : {}) }), {
+      concurrency: 8,
+    })
   const lines = Math.max(1, Math.min(tail, Math.floor(100_000 / Math.min(tasks.length, LogsPerRequest))))
   const chunks: Task[][] = []
   for (let i = 0; i < tasks.length; i += LogsPerRequest) chunks.push(tasks.slice(i, i + LogsPerRequest))
-  const answers = await mapLimit(chunks, 2, (chunk) =>
-    api.jobLogs(id, { tail: lines, tasks: chunk.map((t) => t.index) }),
+  const answers = await pMap(
+    chunks,
+    (chunk) => api.jobLogs(id, { tail: lines, tasks: chunk.map((t) => t.index) }),
+    {
+      concurrency: 2,
+    },
   )
   return answers.flat()
 }
