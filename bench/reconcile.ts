@@ -11,7 +11,7 @@
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb"
 import { reconcilePass } from "@swarmplane/core/control/reconcile"
-import { BackendConfig } from "@swarmplane/core/model/backend"
+import { type Backend, BackendConfig } from "@swarmplane/core/model/backend"
 import { JobSpec } from "@swarmplane/core/model/job"
 import { MemoryQueue } from "@swarmplane/core/queue/memory"
 import { createRuntime, type Runtime } from "@swarmplane/core/runtime"
@@ -27,7 +27,7 @@ import { median, table } from "./util"
 
 const TasksPerJob = 10
 
-type Pass = typeof reconcilePass
+type Pass = (rt: Runtime, backend: Backend, owner: string) => ReturnType<typeof reconcilePass>
 
 interface Plane {
   rt: Runtime

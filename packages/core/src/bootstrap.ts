@@ -5,7 +5,7 @@
  * (`--new-key`) when the first is lost.
  */
 import type { ApiKeyInfo } from "./model/project"
-import type { Runtime } from "./runtime"
+import type { Repos } from "./store"
 
 export interface BootstrapResult {
   projectCreated: boolean
@@ -14,7 +14,7 @@ export interface BootstrapResult {
 }
 
 export async function bootstrapOperator(
-  rt: Pick<Runtime, "repos" | "operatorProject">,
+  rt: { repos: Repos; operatorProject: string },
   options: { newKey?: boolean; key?: string; keyName?: string } = {},
 ): Promise<BootstrapResult> {
   const { projects } = rt.repos

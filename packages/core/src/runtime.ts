@@ -1,8 +1,10 @@
 /**
- * The runtime every entry point builds once per process (in Lambda: per cold start): the repositories
- * over a store, the queue, clock, logger and secrets. `functions/deps.ts` builds it from the deployed
+ * The composition of the core: what every entry point builds once per process (in Lambda: per cold
+ * start) from the ports' adapters: the repositories over a store, the transitions, the queue, clock,
+ * logger, secrets and providers. `functions/deps.ts` builds it from the deployed
  * resources; `functions/local.ts` from the embedded servers; tests from memory adapters.
  */
+import type { ApiDeps } from "./api/context"
 import type { Providers } from "./providers/port"
 import type { ScheduleQueue } from "./queue/port"
 import type { Secrets } from "./secrets/port"
@@ -14,22 +16,12 @@ import type { Logger } from "./util/logger"
 
 export type { Secrets }
 
-export interface Runtime {
-  repos: Repos
-  /** The rules applied to stored items: every job, task and swarm change goes through here. */
-  transitions: Transitions
-  queue: ScheduleQueue
-  clock: Clock
-  logger: Logger
-  /** HMAC pepper for key hashes and the encryption of stored idempotent responses. */
-  pepper: string
-  version: string
-  /** Project whose admin keys may create projects (the one bootstrap makes first). */
-  operatorProject: string
-  secrets: Secrets
-  /** Scale-group providers available where this runtime runs (`local` only on the local control plane). */
-  providers: Providers
-}
+/**
+ * Everything the core's layers are built with, composed once per process. No layer takes this whole:
+ * backends take `BackendDeps`, the control loop `ControlDeps`, the API `ApiDeps` (the widest, so a
+ * runtime is one).
+ */
+export type Runtime = ApiDeps
 
 export interface RuntimeOptions {
   store: StateStore

@@ -1,10 +1,21 @@
 /** What the API needs from its composition root, and the per-request values its middleware sets. */
-import type { Caller } from "../model/project"
-import type { ScheduleRequest } from "../queue/port"
-import type { Runtime } from "../runtime"
 
-/** What the API needs: the runtime (the API builds backends to fetch logs). */
-export type ApiDeps = Runtime
+import type { ControlDeps } from "../control/deps"
+import type { Caller } from "../model/project"
+import type { ScheduleQueue, ScheduleRequest } from "../queue/port"
+
+/**
+ * What the API needs: what the control loop works with (it builds backends to fetch logs and status),
+ * the schedule queue, the key pepper, its version and the operator project.
+ */
+export interface ApiDeps extends ControlDeps {
+  queue: ScheduleQueue
+  /** HMAC pepper for key hashes and the encryption of stored idempotent responses. */
+  pepper: string
+  version: string
+  /** Project whose admin keys may create projects (the one bootstrap makes first). */
+  operatorProject: string
+}
 
 export interface ApiEnv {
   Variables: {

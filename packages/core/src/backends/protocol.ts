@@ -21,8 +21,13 @@ import type {
   ScaleGroupStatus,
 } from "../model/wire"
 import type { Worker } from "../model/worker"
-import type { Runtime } from "../runtime"
+import type { Providers } from "../providers/port"
+import type { Secrets } from "../secrets/port"
+import type { Repos } from "../store"
 import type { StoredItem } from "../store/port"
+import type { Transitions } from "../transitions"
+import type { Clock } from "../util/clock"
+import type { Logger } from "../util/logger"
 
 // Wire types (descriptor, status, capacity, autoscaler, output tails) live in model/wire.ts.
 export type { BackendDescriptor, BackendKind, BackendStatus, LogTail, ResourceCapacity, ScaleGroupStatus }
@@ -128,10 +133,24 @@ export interface TaskBackend {
   close(): Promise<void>
 }
 
-/** A factory: the registered backend (id, project, config) and the runtime it works with. */
+/**
+ * What a backend is built with, and all it may use: the repositories and transitions it reads and
+ * writes (a worker-daemon backend's substrate is the store), time, logs, the project's secrets and the
+ * scale-group providers where it runs.
+ */
+export interface BackendDeps {
+  repos: Repos
+  transitions: Transitions
+  clock: Clock
+  logger: Logger
+  secrets: Secrets
+  providers: Providers
+}
+
+/** A factory: the registered backend (id, project, config) and what it works with. */
 export type BackendFactory<C extends BackendConfig = BackendConfig> = (
   backend: Backend & { config: C },
-  runtime: Runtime,
+  deps: BackendDeps,
 ) => TaskBackend
 
 /** Whether `backend` has every member in `names` as a function. */

@@ -5,12 +5,12 @@
  * by every pass instead of being looked after. Platform SDKs are loaded inside their backend modules,
  * so a function that never touches Slurm never loads ssh2.
  */
+
 import type { Backend, BackendConfigOf } from "../model/backend"
 import type { JobSpec } from "../model/job"
 import type { BackendType } from "../model/states"
-import type { Runtime } from "../runtime"
 import { type FieldIssue, VisibleError } from "../util/errors"
-import type { BackendFactory, TaskBackend } from "./protocol"
+import type { BackendDeps, BackendFactory, TaskBackend } from "./protocol"
 import { SlurmBackend } from "./slurm/backend"
 import { slurmJobIssues } from "./slurm/validate"
 import { WorkersBackend } from "./workers/backend"
@@ -55,7 +55,7 @@ export function assertAvailable(type: BackendType): void {
 }
 
 /** Build the backend for one invocation; the caller closes it. Throws `backend.not_available` for a type with no factory. */
-export function createBackend(backend: Backend, runtime: Runtime): TaskBackend {
+export function createBackend(backend: Backend, runtime: BackendDeps): TaskBackend {
   return entryOf(backend.config.type).create(backend, runtime)
 }
 
@@ -65,7 +65,7 @@ export function createBackend(backend: Backend, runtime: Runtime): TaskBackend {
  */
 export async function withBackend<T>(
   backend: Backend,
-  runtime: Runtime,
+  runtime: BackendDeps,
   use: (instance: TaskBackend) => Promise<T>,
 ): Promise<T> {
   const instance = createBackend(backend, runtime)

@@ -7,8 +7,8 @@ import type { Backend } from "../model/backend"
 import type { Job } from "../model/job"
 import { isLive } from "../model/states"
 import type { Swarm } from "../model/swarm"
-import type { Runtime } from "../runtime"
 import type { StoredItem } from "../store/port"
+import type { ControlDeps } from "./deps"
 
 export interface ActiveWork {
   swarms: StoredItem<Swarm>[]
@@ -19,7 +19,7 @@ export interface ActiveWork {
   count: number
 }
 
-export async function activeWork(rt: Runtime, backend: Backend): Promise<ActiveWork> {
+export async function activeWork(rt: ControlDeps, backend: Backend): Promise<ActiveWork> {
   const { swarms, jobs, tasks, count } = await rt.repos.active.of(backend.project, backend.id)
   const live: TaskRef[] = []
   const pending: TaskRef[] = []

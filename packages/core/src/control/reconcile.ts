@@ -20,12 +20,12 @@ import {
 } from "../backends/protocol"
 import { createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
-import type { Runtime } from "../runtime"
 import type { Lease } from "../store/leases"
 import { FencedError } from "../store/port"
 import { BackendError, VisibleError } from "../util/errors"
 import { newId } from "../util/ids"
 import { warnOnChange } from "../util/log-on-change"
+import type { ControlDeps } from "./deps"
 import {
   byJob,
   type Entry,
@@ -63,7 +63,7 @@ class LeaseLost extends Error {}
 
 /** What one pass carries from step to step. */
 interface Pass {
-  rt: Runtime
+  rt: ControlDeps
   record: Backend
   backend: TaskBackend
   lease: Lease
@@ -86,7 +86,7 @@ function guard(pass: Pass): void {
   if (!pass.rt.repos.leases.valid(pass.lease)) throw new LeaseLost()
 }
 
-async function readSnapshot(rt: Runtime, record: Backend): Promise<Snapshot> {
+async function readSnapshot(rt: ControlDeps, record: Backend): Promise<Snapshot> {
   const { swarms, jobs, heads, tasks, count } = await rt.repos.active.of(record.project, record.id)
   return new Snapshot(swarms, jobs, tasks, count, heads)
 }
@@ -276,7 +276,7 @@ async function effects(pass: Pass): Promise<void> {
  * with `backend.not_available`, recorded in the backend's status.
  */
 export async function reconcilePass(
-  rt: Runtime,
+  rt: ControlDeps,
   record: Backend,
   owner: string,
   given?: TaskBackend,

@@ -5,8 +5,8 @@
  */
 import { randomUUID } from "node:crypto"
 import { parseScheduleRequest, type ScheduleRequest } from "../queue/port"
-import type { Runtime } from "../runtime"
 import { BackendError, isRetryable } from "../util/errors"
+import type { ControlDeps } from "./deps"
 import { reconcilePass } from "./reconcile"
 
 export interface ScheduleMessage {
@@ -22,7 +22,7 @@ export type ScheduleOutcome = "gone" | "passed" | "deferred"
  * control-loop pass over its backend. When another pass holds the backend's lease, that pass (which
  * repeats every few seconds while there is work) picks the object up.
  */
-export async function scheduleOne(rt: Runtime, request: ScheduleRequest): Promise<ScheduleOutcome> {
+export async function scheduleOne(rt: ControlDeps, request: ScheduleRequest): Promise<ScheduleOutcome> {
   const { repos } = rt
   // Requests name their object's backend; one without it (sent by an older version) is looked up.
   let backendId: string | undefined = request.backendId
@@ -47,7 +47,7 @@ export async function scheduleOne(rt: Runtime, request: ScheduleRequest): Promis
 
 /** Handle a batch; returns the ids of messages to retry. */
 export async function handleScheduleBatch(
-  rt: Runtime,
+  rt: ControlDeps,
   messages: ScheduleMessage[],
 ): Promise<{ retry: string[] }> {
   const retry: string[] = []

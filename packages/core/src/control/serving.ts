@@ -6,14 +6,14 @@
 import type { ServingBackend } from "../backends/protocol"
 import type { Swarm } from "../model/swarm"
 import { observe } from "../rules/swarm-phase"
-import type { Runtime } from "../runtime"
 import type { StoredItem } from "../store/port"
 import { iso } from "../util/clock"
 import { isRetryable } from "../util/errors"
+import type { ControlDeps } from "./deps"
 
 /** Move one swarm a step; returns what the step was (`deployment_created`, `teardown`, `observed`, ...). */
 export async function reconcileSwarm(
-  rt: Runtime,
+  rt: ControlDeps,
   backend: ServingBackend,
   indexed: StoredItem<Swarm>,
   fence: number,
@@ -96,7 +96,7 @@ export async function reconcileSwarm(
  * message, until the backend answers again (FAILED and STOPPED swarms keep their phase).
  */
 export async function noteUnreachable(
-  rt: Runtime,
+  rt: ControlDeps,
   indexed: StoredItem<Swarm>,
   message: string,
   fence: number,

@@ -10,9 +10,9 @@ import { randomUUID } from "node:crypto"
 import { autoscales, keepsWorkers, type TaskBackend } from "../backends/protocol"
 import { createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
-import type { Runtime } from "../runtime"
 import { warnOnChange } from "../util/log-on-change"
 import { activeWork } from "./active"
+import type { ControlDeps } from "./deps"
 import { type PassReport, reconcilePass } from "./reconcile"
 
 export interface TickReport {
@@ -23,7 +23,7 @@ export interface TickReport {
 
 /** Whether a backend has anything to look after: active items, or workers that are not dead. */
 async function hasWork(
-  rt: Runtime,
+  rt: ControlDeps,
   record: Backend,
   backend: TaskBackend,
   scaling: boolean,
@@ -36,7 +36,7 @@ async function hasWork(
 }
 
 /** A backend no factory can make: its status says why (written only when that changes). */
-async function noteUnavailable(rt: Runtime, record: Backend, message: string): Promise<void> {
+async function noteUnavailable(rt: ControlDeps, record: Backend, message: string): Promise<void> {
   if (record.status.healthy === false && record.status.message === message) return
   await rt.repos.backends.setStatus(record.project, record.id, {
     healthy: false,
@@ -46,7 +46,7 @@ async function noteUnavailable(rt: Runtime, record: Backend, message: string): P
 }
 
 async function eachBackend(
-  rt: Runtime,
+  rt: ControlDeps,
   visit: (record: Backend, backend: TaskBackend) => Promise<PassReport>,
   scaling = false,
 ): Promise<TickReport> {
@@ -80,7 +80,7 @@ async function eachBackend(
 
 /** One reconcile pass over every backend. `owner` names this process in the leases. */
 export function reconcileTick(
-  rt: Runtime,
+  rt: ControlDeps,
   owner = `tick-${process.pid}-${randomUUID().slice(0, 8)}`,
 ): Promise<TickReport> {
   return eachBackend(rt, (record, backend) => reconcilePass(rt, record, owner, backend))
@@ -88,7 +88,7 @@ export function reconcileTick(
 
 /** One autoscale pass over every backend that autoscales and has scale groups. */
 export function autoscaleTick(
-  rt: Runtime,
+  rt: ControlDeps,
   owner = `autoscale-${process.pid}-${randomUUID().slice(0, 8)}`,
 ): Promise<TickReport> {
   return eachBackend(
@@ -122,8 +122,8 @@ export function autoscaleTick(
  * near; return after one pass when idle. This is how a once-a-minute cron gets a cadence of seconds.
  */
 export async function tickWhileBusy(
-  rt: Runtime,
-  tick: (rt: Runtime) => Promise<TickReport>,
+  rt: ControlDeps,
+  tick: (rt: ControlDeps) => Promise<TickReport>,
   options: { deadlineMs: number; intervalMs: number; marginMs: number },
 ): Promise<{ passes: number; last: TickReport }> {
   let passes = 0

@@ -6,13 +6,14 @@
  * ids persisted before they are sent, so a retried submit adopts instead of duplicating. Every contact
  * is recorded as the backend's health; no fault of the cluster escapes as a crash.
  */
+
 import type { Backend, BackendConfigOf } from "../../model/backend"
 import type { Swarm } from "../../model/swarm"
-import type { Runtime } from "../../runtime"
 import { iso } from "../../util/clock"
 import { BackendError, VisibleError } from "../../util/errors"
 import { newId } from "../../util/ids"
 import type {
+  BackendDeps,
   FetchesManyLogs,
   LaunchResult,
   ReconcileResult,
@@ -63,7 +64,7 @@ export const InlineCommandBytes = 32 * 1024
 
 export function SlurmBackend(
   backend: Backend & { config: SlurmConfig },
-  runtime: Runtime,
+  runtime: BackendDeps,
 ): TaskBackend & ServingBackend & ReportsHealth & ReportsCapacity & FetchesManyLogs {
   const { project, id: backendId, config } = backend
   let lease: ReturnType<typeof acquireSession> | undefined

@@ -4,16 +4,17 @@
  * judges their liveness, scales their groups (autoscaler.ts) and serves swarms (serving.ts).
  * Stopping an attempt needs no call: it leaves the worker's desired set, and the agent stops it.
  */
+
 import type { Backend, BackendConfigOf } from "../../model/backend"
 import type { Job } from "../../model/job"
 import type { Worker } from "../../model/worker"
-import type { Runtime } from "../../runtime"
 import { place } from "../../scheduling/place"
 import type { StoredItem } from "../../store/port"
 import { iso } from "../../util/clock"
 import type {
   AutoscaleResult,
   AutoscalingBackend,
+  BackendDeps,
   ReconcileResult,
   ReportsCapacity,
   ScheduleResult,
@@ -51,7 +52,7 @@ export function awayAfterMs(graceS: number): number {
 
 export function WorkersBackend(
   backend: Backend & { config: WorkersConfig },
-  runtime: Runtime,
+  runtime: BackendDeps,
 ): TaskBackend & ServingBackend & WorkerStoreBackend & AutoscalingBackend & ReportsCapacity {
   const { project, id: backendId, config } = backend
   const graceMs = config.heartbeatGraceS * 1000
@@ -171,7 +172,7 @@ export function WorkersBackend(
       const workers = alive(items)
       const instances = new Map<
         string,
-        Awaited<ReturnType<NonNullable<Runtime["providers"]["local"]>["list"]>>
+        Awaited<ReturnType<NonNullable<BackendDeps["providers"]["local"]>["list"]>>
       >()
       for (const group of config.scaleGroups) {
         const provider = runtime.providers[group.provider.type]

@@ -7,12 +7,13 @@
  *   observed SUCCEEDED   → succeeded;  FAILED → failed (failure budget)
  *   observed KILLED of an attempt still wanted → worker_failed (the worker stopped it: preemption budget)
  */
+
 import type { Job, Task } from "../../model/job"
 import type { Outcome, TaskReport } from "../../model/outcome"
 import type { DesiredAttempt, ObservedAttempt, Worker } from "../../model/worker"
-import type { Runtime } from "../../runtime"
 import type { StoredItem } from "../../store/port"
 import { NotFoundError } from "../../util/errors"
+import type { BackendDeps } from "../protocol"
 
 const live = (t: Task) => t.state === "ASSIGNED" || t.state === "BUILDING" || t.state === "RUNNING"
 
@@ -63,7 +64,7 @@ function outcomeOf(task: Task, seen: ObservedAttempt, serving: boolean): Outcome
 
 /** Apply a worker's observations and return its desired set. */
 export async function heartbeat(
-  rt: Pick<Runtime, "repos" | "transitions">,
+  rt: Pick<BackendDeps, "repos" | "transitions">,
   project: string,
   workerId: string,
   observed: ObservedAttempt[],
@@ -128,7 +129,7 @@ export async function heartbeat(
 }
 
 async function desiredOf(
-  rt: Pick<Runtime, "repos">,
+  rt: Pick<BackendDeps, "repos">,
   job: Job,
   task: Task,
   swarmUrls: Map<string, string | undefined>,

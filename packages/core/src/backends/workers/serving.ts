@@ -9,8 +9,7 @@ import type { Job, JobSpec, Task } from "../../model/job"
 import { FailedTaskStates, isFinished, isTerminalTask, type TaskState } from "../../model/states"
 import type { Swarm } from "../../model/swarm"
 import { withPendingReason } from "../../rules/job-status"
-import type { Runtime } from "../../runtime"
-import type { ServingStatus } from "../protocol"
+import type { BackendDeps, ServingStatus } from "../protocol"
 
 export function servingJobId(swarm: string, generation: number): string {
   return `srv-${swarm}-g${generation}`
@@ -42,7 +41,7 @@ function servingSpec(swarm: Swarm): JobSpec {
   }
 }
 
-export function Serving(rt: Runtime) {
+export function Serving(rt: BackendDeps) {
   /**
    * Cancel the serving jobs of every generation below `below`, from the one the swarm's handle names
    * (or the first): a generation whose handle was never saved (a pass that lost a race) is not left running.
