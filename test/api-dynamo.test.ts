@@ -3,10 +3,9 @@
  * costs in calls, and the tenant and idempotency rules on the real store.
  */
 import { testApi } from "@swarmplane/core/api/testing"
+import { Active } from "@swarmplane/core/store/active"
 import { countDynamoCalls } from "@swarmplane/core/store/counting"
 import { DynamoStore, ensureTable } from "@swarmplane/core/store/dynamo"
-import { ActiveIndex } from "@swarmplane/core/store/keys"
-import { queryAll } from "@swarmplane/core/store/port"
 import { afterAll, beforeAll, describe, expect, test } from "vitest"
 import { dynamoClient, startDynalite } from "./support/dynamo"
 
@@ -93,19 +92,12 @@ describe("API on DynamoDB (dynalite)", () => {
   test("cancel of a 60-task job kills every task and leaves nothing in the active index", async () => {
     const t = await api()
     const job = (await t.call("POST", "/v1/jobs", { body: { command: ["true"], tasks: 60 } })).json
-    const activeItems = async () =>
-      (
-        await Promise.all(
-          ActiveIndex.partitions("default", "local").map((pk) =>
-            queryAll((cursor) => t.store.queryIndex("active", pk, { cursor })),
-          ),
-        )
-      ).flat()
-    const before = await activeItems()
-    expect(before.filter((i) => i.type === "task")).toHaveLength(60)
-    expect(before.filter((i) => i.type === "job")).toHaveLength(1)
+    const active = () => Active(t.store).of("default", "local")
+    const before = await active()
+    expect(before.tasks).toHaveLength(60)
+    expect([...before.jobs.keys()]).toEqual([job.id])
     const cancelled = await t.call("POST", `/v1/jobs/${job.id}/cancel`)
     expect(cancelled.json).toMatchObject({ status: "CANCELLED", counts: { KILLED: 60 } })
-    expect(await activeItems()).toEqual([])
+    expect((await active()).count).toBe(0)
   })
 })
