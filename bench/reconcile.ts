@@ -37,7 +37,7 @@ interface Plane {
 }
 
 /** A workers backend with `tasks` tasks, all RUNNING, and a pass run until nothing is left to settle. */
-async function plane(base: StateStore, tasks: number, pass: Pass): Promise<Plane> {
+export async function plane(base: StateStore, tasks: number, pass: Pass): Promise<Plane> {
   const counter = countingStore(base)
   const clock = new FakeClock()
   const rt = createRuntime({
@@ -89,7 +89,7 @@ async function plane(base: StateStore, tasks: number, pass: Pass): Promise<Plane
  * Fail `n` running tasks, spread over the jobs, as their workers' heartbeats would report it; then
  * let their retry backoff pass (the workers heartbeat meanwhile), so the pass places them again.
  */
-async function failSome(p: Plane, n: number): Promise<void> {
+export async function failSome(p: Plane, n: number): Promise<void> {
   if (n) {
     const step = Math.max(1, Math.floor(p.running.length / n))
     const picked = p.running.filter((_, i) => i % step === 0).slice(0, n)
@@ -169,7 +169,7 @@ export async function main(): Promise<void> {
   }
   const results = []
   for (const [, pass] of variants)
-    results.push(await measure(await plane(await dynamo(), 1000, pass), pass, 10, 5))
+    results.push(await measure(await plane(await dynamo(), 1000, pass), pass, 10, 9))
   add("dynalite", 1000, 10, results)
   await server.stop()
   client.destroy()

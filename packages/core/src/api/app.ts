@@ -31,6 +31,17 @@ const targetPrefix: Record<string, string | undefined> = {
   header: "header",
 }
 
+/** Paths of every own `__proto__` key in a parsed JSON value (at most a few, and bounded depth). */
+export function protoKeys(value: unknown, path = "", depth = 0, out: string[] = []): string[] {
+  if (depth > 32 || out.length >= 5 || value === null || typeof value !== "object") return out
+  for (const [key, child] of Object.entries(value)) {
+    const at = Array.isArray(value) ? `${path}[${key}]` : path ? `${path}.${key}` : key
+    if (key === "__proto__") out.push(at)
+    else protoKeys(child, at, depth + 1, out)
+  }
+  return out
+}
+
 export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>({
     defaultHook: (result) => {
@@ -71,6 +82,18 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
         "send the body as JSON with Content-Type: application/json",
         415,
       )
+    if (["POST", "PUT", "PATCH"].includes(c.req.method) && hasBody) {
+      // A key the schemas would drop without a word (`__proto__`) is refused with where it is.
+      const body: unknown = await c.req.json().catch(() => undefined)
+      const found = protoKeys(body)
+      if (found.length)
+        throw new ValidationError(
+          found.map((path) => ({
+            path,
+            message: `"__proto__" is reserved and cannot be a key; choose another name`,
+          })),
+        )
+    }
     await next()
   })
   app.use("/v1/*", authenticate(deps))

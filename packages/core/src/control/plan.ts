@@ -11,7 +11,7 @@ import type {
   TeardownEffect,
 } from "../backends/protocol"
 import type { Backend } from "../model/backend"
-import type { Job, Task } from "../model/job"
+import type { Job, Task, TaskCounts } from "../model/job"
 import type { Outcome, TaskReport } from "../model/outcome"
 import { FailedTaskStates, isLive, isTerminalTask, type TaskState } from "../model/states"
 import type { Swarm } from "../model/swarm"
@@ -67,6 +67,14 @@ export class Snapshot {
 
   pending(): TaskRef[] {
     return this.all().filter((ref) => ref.task.data.state === "PENDING")
+  }
+
+  /** A job's open tasks by state. */
+  openCounts(jobId: string): TaskCounts {
+    const counts: TaskCounts = {}
+    for (const ref of this.byJob.get(jobId)?.values() ?? [])
+      counts[ref.task.data.state] = (counts[ref.task.data.state] ?? 0) + 1
+    return counts
   }
 
   /** A job's open tasks as last seen stored, by index. */

@@ -20,8 +20,10 @@ import {
 } from "../backends/protocol"
 import { createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
+import type { NewEvent } from "../store/events"
 import type { Lease } from "../store/leases"
 import { FencedError } from "../store/port"
+import { mapLimit } from "../util/concurrency"
 import { BackendError, VisibleError } from "../util/errors"
 import { newId } from "../util/ids"
 import { warnOnChange } from "../util/log-on-change"
@@ -57,6 +59,9 @@ export interface PassReport {
 }
 
 export const LeaseTtlMs = 60_000
+
+/** Jobs a pass writes at once (each job's items are its own; the store's client bounds the rest). */
+const JobsAtOnce = 8
 
 /** The pass lost its lease (it ran past the expiry): it stops; the next holder carries on. */
 class LeaseLost extends Error {}
@@ -96,16 +101,21 @@ async function readSnapshot(rt: ControlDeps, record: Backend): Promise<Snapshot>
  * job, fenced; fold the result back into the snapshot.
  */
 async function apply(pass: Pass, entries: readonly Entry[]): Promise<void> {
-  for (const { job, reports } of byJob(entries)) {
+  const events: { jobId: string; events: NewEvent[] }[] = []
+  // Jobs are written side by side (each job's tasks are its own items), a few at a time.
+  await mapLimit(byJob(entries), JobsAtOnce, async ({ job, reports }) => {
     const result = await pass.rt.transitions.jobs.applyReports(job, reports, {
       fence: pass.fence,
       known: pass.snapshot.known(job.id),
+      collect: (changes) => events.push({ jobId: job.id, events: changes }),
     })
     pass.stops.push(...result.stop)
     pass.snapshot.take(job.id, result.items)
     if (result.moved) pass.touched.add(job.id)
     if (endedFailed(result.tasks)) pass.failed.add(job.id)
-  }
+  })
+  // Every job's task events in one batched write, after the task writes they record.
+  await pass.rt.repos.events.tasksOfJobs(pass.record.project, events)
 }
 
 /**
@@ -174,14 +184,16 @@ async function settleJobs(pass: Pass, due: ReadonlySet<string>): Promise<void> {
 /** After the pass's writes: store the counts and status of every job whose tasks moved, once. */
 async function recount(pass: Pass, due: ReadonlySet<string>): Promise<void> {
   guard(pass)
-  for (const jobId of new Set([...due, ...pass.touched]))
-    await pass.rt.transitions.jobs.refresh(
+  await mapLimit([...new Set([...due, ...pass.touched])], JobsAtOnce, (jobId) =>
+    pass.rt.transitions.jobs.refresh(
       pass.record.project,
       jobId,
       "tasks_changed",
       pass.fence,
       pass.snapshot.heads.get(jobId),
-    )
+      pass.snapshot.openCounts(jobId),
+    ),
+  )
 }
 
 /**

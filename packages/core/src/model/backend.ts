@@ -4,7 +4,7 @@
  * config: a config names a secret (`sshKeySecret`, `tokenSecret`) that the deployment resolves.
  */
 import { z } from "@hono/zod-openapi"
-import { Attributes, bytesAtMost, Name, Resources, Text, Timestamp } from "./common"
+import { Attributes, bytesAtMost, Name, notReserved, Resources, Text, Timestamp } from "./common"
 import { Limits } from "./limits"
 import {
   HostPattern,
@@ -233,7 +233,13 @@ export const LeptonBackendConfig = z
       .default([])
       .describe("Image pull secret names in the workspace."),
     envSecrets: z
-      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().min(1).max(128))
+      .record(
+        z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+          .refine(notReserved, { message: "a reserved name; choose another" }),
+        z.string().min(1).max(128),
+      )
       .optional()
       .describe('Environment variables taken from workspace secrets: `{ "HF_TOKEN": "<secret name>" }`.'),
     endpointTokenSecret: SecretName.optional().describe(

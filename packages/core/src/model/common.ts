@@ -22,12 +22,24 @@ export const Timestamp = z.string().describe("ISO-8601 time (UTC).")
 
 const envKey = /^[A-Za-z_][A-Za-z0-9_]*$/
 
+/**
+ * Map keys that name an object's own machinery. `__proto__` would be dropped on the way in and
+ * `constructor` read back as a function, so both, and `prototype`, are refused by name in every map.
+ */
+export const ReservedKeys = ["__proto__", "constructor", "prototype"] as const
+export const notReserved = (key: string) => !(ReservedKeys as readonly string[]).includes(key)
+const reservedMessage = `is reserved ("__proto__", "constructor" and "prototype" name an object's own machinery); choose another name`
+
 /** Environment variables: a bounded map of names to values. */
 export const Env = z
   .record(
-    z.string().max(Limits.envKeyLength).regex(envKey, {
-      message: "environment variable names are letters, digits and '_', not starting with a digit",
-    }),
+    z
+      .string()
+      .max(Limits.envKeyLength)
+      .regex(envKey, {
+        message: "environment variable names are letters, digits and '_', not starting with a digit",
+      })
+      .refine(notReserved, { message: reservedMessage }),
     z.string().max(Limits.envValueLength).refine(noNul, { message: "no NUL characters" }),
   )
   .refine((env) => Object.keys(env).length <= Limits.envCount, {
@@ -64,6 +76,7 @@ const attributeKey = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, {
     message: "attribute keys are letters, digits, '.', '_', '/' and '-'",
   })
+  .refine(notReserved, { message: reservedMessage })
 const attributeValue = z
   .string()
   .max(Limits.attributeValueLength)

@@ -52,6 +52,11 @@ export function friendlyMessage(issue: Issue): string {
       return `must be a multiple of ${String(issue.divisor)}`
     case "invalid_format":
       return issue.message.startsWith("Invalid") ? `must be a valid ${issue.format}` : issue.message
+    case "invalid_key": {
+      // A map key that breaks its rule: say which rule, not just that the key is wrong.
+      const inner = (issue as { issues?: Issue[] }).issues?.[0]
+      return inner ? `this key ${friendlyMessage(inner)}` : "is not an allowed key"
+    }
     default:
       return issue.message
   }

@@ -19,6 +19,26 @@ export function countTasks(tasks: readonly Pick<Task, "state">[]): TaskCounts {
   return counts
 }
 
+/** Whether two counts say the same (absent and 0 alike, any key order). */
+export function sameCounts(a: TaskCounts, b: TaskCounts): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]) as Set<TaskState>
+  return [...keys].every((k) => (a[k] ?? 0) === (b[k] ?? 0))
+}
+
+/**
+ * A job's counts from its stored counts of ended tasks (an ended task never reopens) and its open
+ * tasks as seen now; undefined when they do not add up to every task (one ended unseen since the
+ * stored count): then only counting every task will do.
+ */
+export function countsWithOpen(stored: TaskCounts, open: TaskCounts, total: number): TaskCounts | undefined {
+  const counts: TaskCounts = {}
+  for (const [state, n] of Object.entries(stored) as [TaskState, number][])
+    if (n && isTerminalTask(state)) counts[state] = n
+  for (const [state, n] of Object.entries(open) as [TaskState, number][])
+    if (n && !isTerminalTask(state)) counts[state] = n
+  return Object.values(counts).reduce((a, n) => a + (n ?? 0), 0) === total ? counts : undefined
+}
+
 function sum(counts: TaskCounts, states: readonly TaskState[]): number {
   return states.reduce((n, s) => n + (counts[s] ?? 0), 0)
 }

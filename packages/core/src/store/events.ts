@@ -36,6 +36,25 @@ export function EventLog(store: StateStore, clock: Clock, logger: Logger) {
       return this.recordMany(project, jobPk(project, jobId), changes)
     },
 
+    /** Changes of many jobs' tasks, each in its job's partition, written together (25 a batch). */
+    async tasksOfJobs(project: string, changes: { jobId: string; events: NewEvent[] }[]): Promise<void> {
+      const now = clock.now()
+      const ttl = Math.floor(now / 1000) + EventRetentionDays * 86_400
+      const all = changes.flatMap(({ jobId, events }) =>
+        events.map((event) => ({ pk: jobPk(project, jobId), event })),
+      )
+      if (!all.length) return
+      await store.createMany(
+        all.map(({ pk, event }) => {
+          const full: Event = { ...event, id: newId("ev", now), at: iso(now) }
+          return { ...Keys.event(pk, full.id), type: "event", data: full, ttl }
+        }),
+      )
+      for (const { event } of all.slice(0, ShownPerBatch)) logger.info(formatEvent(project, event))
+      if (all.length > ShownPerBatch)
+        logger.info(`${project} … and ${all.length - ShownPerBatch} more like these`)
+    },
+
     /** A swarm's change, kept in the swarm's partition. */
     swarm(project: string, name: string, change: Omit<NewEvent, "entity">): Promise<Event> {
       return this.record(project, swarmPk(project, name), { entity: { kind: "swarm", id: name }, ...change })

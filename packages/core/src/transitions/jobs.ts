@@ -4,12 +4,12 @@
  * change. The API, the control loop and the workers backend (whose substrate is the store) all change
  * jobs through here, so a change is decided and recorded the same way wherever it starts.
  */
-import type { Job, JobSpec, Task } from "../model/job"
+import type { Job, JobSpec, Task, TaskCounts } from "../model/job"
 import type { TaskReport } from "../model/outcome"
 import { FailedTaskStates, isFinished, isTerminalTask, type TaskState } from "../model/states"
-import { countTasks, deriveJobStatus, planKills } from "../rules/job-status"
+import { countsWithOpen, countTasks, deriveJobStatus, planKills, sameCounts } from "../rules/job-status"
 import { applyGangOutcome, applyOutcome, newTask, noteServing, repairGang } from "../rules/task-state"
-import type { EventLog } from "../store/events"
+import type { EventLog, NewEvent } from "../store/events"
 import type { Jobs } from "../store/jobs"
 import { type StoredItem, VersionConflictError } from "../store/port"
 import { type Clock, iso } from "../util/clock"
@@ -104,17 +104,24 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
       fence?: number,
       /** The job item as the caller last saw it: tried first, without a read (a stale one costs a retry). */
       known?: StoredItem<Job>,
+      /**
+       * The job's open tasks by state, as the caller knows them all (a reconcile pass's snapshot): with
+       * the stored counts of ended tasks they give the counts without reading the tasks, when they add
+       * up to every task.
+       */
+      open?: TaskCounts,
     ): Promise<Job | undefined> {
       let from: Job["status"] | undefined
       const updated = await jobs.update(
         project,
         id,
         async ({ data: job }) => {
-          const tasks = await jobs.readTasks(project, id)
-          const counts = countTasks(tasks.map((t) => t.data))
+          const counts =
+            (open && countsWithOpen(job.counts, open, job.spec.tasks)) ??
+            countTasks((await jobs.readTasks(project, id)).map((t) => t.data))
           const derived = deriveJobStatus(job.spec, counts, job.spec.tasks, job.cancelRequested)
           const status = isFinished(job.status) ? job.status : derived
-          if (status === job.status && JSON.stringify(counts) === JSON.stringify(job.counts)) return undefined
+          if (status === job.status && sameCounts(counts, job.counts)) return undefined
           from = job.status
           const now = iso(clock.now())
           return {
@@ -269,6 +276,8 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
          * next try reads. Not used for a gang, whose rules need all its tasks.
          */
         known?: ReadonlyMap<number, StoredItem<Task>>
+        /** Take the task events instead of recording them (a caller writing many jobs records them together). */
+        collect?: (events: NewEvent[]) => void
       } = {},
     ): Promise<{ stop: string[]; changed: number; moved: number; tasks: Task[]; items: StoredItem<Task>[] }> {
       if (!reports.length) return { stop: [], changed: 0, moved: 0, tasks: [], items: [] }
@@ -317,7 +326,9 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
           throw error
         }
         const moved = changed.filter((t) => t.state !== before.get(t.index)?.data.state)
-        await events.tasks(job.project, job.id, taskEvents(job.id, moved, before, reports))
+        const changes = taskEvents(job.id, moved, before, reports)
+        if (options.collect) options.collect(changes)
+        else await events.tasks(job.project, job.id, changes)
         // The report that ends a job's last open task brings the job to its end at once (not a pass
         // later): job lists and details read SUCCEEDED as soon as the tasks have. The job's counts are
         // only a hint of whether this is that report; the full count is taken when it may be.
