@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest"
 import type { Task } from "../model/job"
 import type { JobStatus, TaskState } from "../model/states"
-import { countTasks, deriveJobStatus, planKills } from "./job-status"
+import { countsWithOpen, countTasks, deriveJobStatus, planKills, sameCounts } from "./job-status"
 import { newTask } from "./task-state"
 
 const spec = (maxTaskFailures = 0) => ({ maxTaskFailures, maxRetriesFailure: 0, maxRetriesPreemption: 100 })
@@ -70,5 +70,22 @@ describe("planKills", () => {
 
   test("failures within tolerance kill nothing", () => {
     expect(planKills(spec(1), tasks("FAILED", "RUNNING"), false, "t").changed).toEqual([])
+  })
+})
+
+describe("counts from ended counts and open tasks", () => {
+  test("ended tasks come from the stored counts, open ones from what is seen now", () => {
+    expect(countsWithOpen({ SUCCEEDED: 2, RUNNING: 3 }, { RUNNING: 1, PENDING: 2 }, 5)).toEqual({
+      SUCCEEDED: 2,
+      RUNNING: 1,
+      PENDING: 2,
+    })
+  })
+  test("a task that ended unseen since the stored count: they do not add up, so count every task", () => {
+    expect(countsWithOpen({ SUCCEEDED: 2, RUNNING: 3 }, { RUNNING: 2 }, 5)).toBeUndefined()
+  })
+  test("the same counts in another key order, or with zeros, are the same", () => {
+    expect(sameCounts({ RUNNING: 1, PENDING: 0, SUCCEEDED: 2 }, { SUCCEEDED: 2, RUNNING: 1 })).toBe(true)
+    expect(sameCounts({ RUNNING: 1 }, { RUNNING: 2 })).toBe(false)
   })
 })
