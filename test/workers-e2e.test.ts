@@ -306,7 +306,9 @@ describe("stale reports", () => {
     expect(reg.status).toBe(201)
     const w = reg.json.worker.id
     const beat = (attempts: unknown[]) =>
-      p.call("POST", `/v1/workers/${w}/heartbeat`, { attempts }, p.workerKey)
+      p.call("POST", `/v1/workers/${w}/heartbeat`, { attempts }, p.workerKey, {
+        "Swarmplane-Worker-Credential": reg.json.credential,
+      })
     const jobId = await submit({ backendId: id, command: ["true"], maxRetriesFailure: 1 })
     const a1 = await until(
       "a first attempt in the desired set",

@@ -17,7 +17,14 @@ export interface Plane {
   dir: string
   workerKey: string
   // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
-  call(method: string, path: string, body?: unknown, key?: string): Promise<{ status: number; json: any }>
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+    key?: string,
+    headers?: Record<string, string>,
+    // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
+  ): Promise<{ status: number; json: any }>
   stop(): Promise<void>
 }
 
@@ -40,10 +47,11 @@ export async function startPlane(
     plane,
     dir,
     workerKey,
-    async call(method, path, body, key) {
+    async call(method, path, body, key, headers = {}) {
       const res = await fetch(`${plane.url}${path}`, {
         method,
         headers: {
+          ...headers,
           Authorization: `Bearer ${key ?? plane.adminKey}`,
           ...(body === undefined ? {} : { "Content-Type": "application/json" }),
         },

@@ -3,7 +3,12 @@
  * an `ApiError` that says whether trying again can help, so the loop never has to read status codes.
  */
 import type { z } from "@hono/zod-openapi"
-import type { DesiredAttempt, ObservedAttempt, RegisterWorkerRequest } from "@swarmplane/core/contract/worker"
+import {
+  type DesiredAttempt,
+  type ObservedAttempt,
+  type RegisterWorkerRequest,
+  WorkerCredentialHeader,
+} from "@swarmplane/core/contract/worker"
 
 export type RegisterBody = z.input<typeof RegisterWorkerRequest>
 
@@ -54,6 +59,12 @@ export interface ControlPlaneOptions {
 export function controlPlane(options: ControlPlaneOptions): ControlPlane {
   const doFetch = options.fetch ?? fetch
   const base = options.api.replace(/\/+$/, "")
+  // The credential each registration returned: only it may heartbeat or leave as that worker.
+  const credentials = new Map<string, string>()
+  const as = (workerId: string): Record<string, string> => {
+    const credential = credentials.get(workerId)
+    return credential ? { [WorkerCredentialHeader]: credential } : {}
+  }
 
   async function post(path: string, body: unknown, headers: Record<string, string>, signal?: AbortSignal) {
     const timeout = AbortSignal.timeout(options.timeoutMs ?? 15_000)
@@ -90,17 +101,18 @@ export function controlPlane(options: ControlPlaneOptions): ControlPlane {
       const json = await post("/v1/workers/register", body, { "idempotency-key": idempotencyKey }, signal)
       const worker = isRecord(json) && isRecord(json.worker) ? json.worker : {}
       if (typeof worker.id !== "string") throw invalid("/v1/workers/register", "no worker.id")
+      if (isRecord(json) && typeof json.credential === "string") credentials.set(worker.id, json.credential)
       return { workerId: worker.id, heartbeatIntervalS: intervalOf(json) }
     },
     async heartbeat(workerId, attempts, signal) {
       const path = `/v1/workers/${encodeURIComponent(workerId)}/heartbeat`
-      const json = await post(path, { attempts }, {}, signal)
+      const json = await post(path, { attempts }, as(workerId), signal)
       const desired = isRecord(json) ? json.desired : undefined
       if (!Array.isArray(desired) || !desired.every(isDesired)) throw invalid(path, "bad desired set")
       return { desired, heartbeatIntervalS: intervalOf(json) }
     },
     async leave(workerId) {
-      await post(`/v1/workers/${encodeURIComponent(workerId)}/leave`, {}, {})
+      await post(`/v1/workers/${encodeURIComponent(workerId)}/leave`, {}, as(workerId))
     },
   }
 }

@@ -11,6 +11,7 @@ import {
   HeartbeatRequest,
   type ObservedAttempt,
   RegisterWorkerRequest,
+  WorkerCredentialHeader,
 } from "@swarmplane/core/contract"
 
 export interface Heartbeat {
@@ -57,7 +58,10 @@ export async function startFakeControlPlane(
   let desired: DesiredAttempt[] = []
   let failure: number | undefined
   const dead = new Set<string>()
-  const workers = new Set<string>()
+  // Each worker's credential, as the real control plane issues them: only it may heartbeat or leave.
+  const workers = new Map<string, string>()
+  const actingAs = (req: IncomingMessage, workerId: string) =>
+    req.headers[WorkerCredentialHeader.toLowerCase()] === workers.get(workerId)
   const waiters = new Set<(beat: Heartbeat) => void>()
   const fake: Omit<FakeControlPlane, "url" | "close"> = {
     token,
@@ -119,13 +123,22 @@ export async function startFakeControlPlane(
       const workerId = `w-${fake.registrations.length + 1}`
       const key = req.headers["idempotency-key"]
       fake.registrations.push({ workerId, body, idempotencyKey: typeof key === "string" ? key : undefined })
-      workers.add(workerId)
-      return send(res, 201, { worker: { id: workerId, ...parsed.data }, heartbeatIntervalS: interval })
+      const credential = `swc_fake-${workerId}`
+      workers.set(workerId, credential)
+      return send(res, 201, {
+        worker: { id: workerId, ...parsed.data },
+        heartbeatIntervalS: interval,
+        credential,
+      })
     }
     const leaving = /^\/v1\/workers\/([^/]+)\/leave$/.exec(path)
     if (req.method === "POST" && leaving?.[1]) {
       const workerId = decodeURIComponent(leaving[1])
       if (!workers.has(workerId)) return send(res, 404, error("worker.not_found", `worker ${workerId}`))
+      if (!actingAs(req, workerId)) {
+        fake.violations.push(`leave of ${workerId} without its credential`)
+        return send(res, 403, error("worker.credential_invalid", "not this worker's credential"))
+      }
       dead.add(workerId)
       fake.left.push(workerId)
       return send(res, 200, { id: workerId, health: "dead" })
@@ -134,6 +147,10 @@ export async function startFakeControlPlane(
     if (req.method === "POST" && match?.[1]) {
       const workerId = decodeURIComponent(match[1])
       if (!workers.has(workerId)) return send(res, 404, error("worker.not_found", `worker ${workerId}`))
+      if (!actingAs(req, workerId)) {
+        fake.violations.push(`heartbeat of ${workerId} without its credential`)
+        return send(res, 403, error("worker.credential_invalid", "not this worker's credential"))
+      }
       if (dead.has(workerId))
         return send(res, 410, error("worker.dead", `worker ${workerId} was declared dead`))
       if (failure) {

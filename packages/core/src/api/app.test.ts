@@ -793,27 +793,60 @@ describe("workers", () => {
       worker: { backendId: "local", health: "healthy" },
       heartbeatIntervalS: 5,
     })
+    expect(reg.json.credential).toMatch(/^swc_/)
     api.clock.advance(7000)
     const hb = await api.call("POST", `/v1/workers/${reg.json.worker.id}/heartbeat`, {
       body: { attempts: [] },
+      headers: { "Swarmplane-Worker-Credential": reg.json.credential },
     })
     expect(hb.status).toBe(200)
     expect(hb.json.desired).toEqual([])
     const listed = (await api.call("GET", "/v1/workers?backendId=local")).json.items
     expect(listed).toHaveLength(1)
     expect(Date.parse(listed[0].lastSeen) - Date.parse(listed[0].registeredAt)).toBe(7000)
+    // The credential is shown once: never in the listing, the worker or its events.
+    const shown = JSON.stringify([listed, (await api.call("GET", "/v1/workers")).json])
+    expect(shown).not.toContain(reg.json.credential)
+    expect(api.logger.entries.map((e) => JSON.stringify(e)).join("\n")).not.toContain(reg.json.credential)
+  })
+
+  test("only the worker itself may heartbeat or leave: another key, or another worker's credential, is 403 and changes nothing", async () => {
+    const api = await withBackend()
+    const a = (await api.call("POST", "/v1/workers/register", { body: worker })).json
+    const b = (await api.call("POST", "/v1/workers/register", { body: { ...worker, name: "host-2" } })).json
+    const as = (credential?: string) => ({
+      body: { attempts: [] },
+      headers: (credential ? { "Swarmplane-Worker-Credential": credential } : {}) as Record<string, string>,
+    })
+    const before = api.store.writes()
+    for (const credential of [undefined, b.credential, "swc_forged"]) {
+      const hb = await api.call("POST", `/v1/workers/${a.worker.id}/heartbeat`, as(credential))
+      expect(hb.status).toBe(403)
+      expect(hb.json.error).toMatchObject({ code: "worker.credential_invalid" })
+      expect(hb.json.error.message).toContain("Swarmplane-Worker-Credential")
+      const leave = await api.call("POST", `/v1/workers/${a.worker.id}/leave`, as(credential))
+      expect(leave.status).toBe(403)
+    }
+    expect(api.store.writes()).toBe(before)
+    const listed = (await api.call("GET", "/v1/workers?backendId=local")).json.items
+    expect(listed.map((w: { health: string }) => w.health)).toEqual(["healthy", "healthy"])
+    expect((await api.call("POST", `/v1/workers/${a.worker.id}/heartbeat`, as(a.credential))).status).toBe(
+      200,
+    )
   })
 
   test("a worker that leaves is dead at once: heartbeats get 410, leaving again is the same, its event says why", async () => {
     const api = await withBackend()
-    const id = (await api.call("POST", "/v1/workers/register", { body: worker })).json.worker.id
-    const left = await api.call("POST", `/v1/workers/${id}/leave`)
+    const reg = (await api.call("POST", "/v1/workers/register", { body: worker })).json
+    const id = reg.worker.id
+    const headers = { "Swarmplane-Worker-Credential": reg.credential }
+    const left = await api.call("POST", `/v1/workers/${id}/leave`, { headers })
     expect(left.status).toBe(200)
     expect(left.json).toMatchObject({ id, health: "dead" })
-    const hb = await api.call("POST", `/v1/workers/${id}/heartbeat`, { body: { attempts: [] } })
+    const hb = await api.call("POST", `/v1/workers/${id}/heartbeat`, { body: { attempts: [] }, headers })
     expect(hb.status).toBe(410)
     expect(hb.json.error.code).toBe("worker.dead")
-    expect((await api.call("POST", `/v1/workers/${id}/leave`)).json.health).toBe("dead")
+    expect((await api.call("POST", `/v1/workers/${id}/leave`, { headers })).json.health).toBe("dead")
     expect((await api.call("POST", "/v1/workers/w-nope/leave")).json.error.code).toBe("worker.not_found")
     const listed = (await api.call("GET", "/v1/workers?backendId=local")).json.items
     expect(listed.map((w: { health: string }) => w.health)).toEqual(["dead"])

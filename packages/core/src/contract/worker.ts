@@ -15,3 +15,4 @@ export type {
   RegisterWorkerRequest,
   RegisterWorkerResponse,
 } from "../model/worker"
+export { WorkerCredentialHeader } from "../model/worker-credential"

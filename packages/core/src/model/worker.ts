@@ -3,9 +3,11 @@
  * observe; each heartbeat's answer is the complete desired set of attempts (pull-based, so the control
  * plane never has to reach a worker).
  */
+
 import { z } from "@hono/zod-openapi"
 import { Attributes, Command, Env, Name, Resources, Timestamp } from "./common"
 import { WorkerHealth } from "./states"
+import { WorkerCredentialHeader } from "./worker-credential"
 
 export const RegisterWorkerRequest = z
   .object({
@@ -156,5 +158,12 @@ export const RegisterWorkerResponse = z
   .object({
     worker: Worker.describe("The registered worker."),
     heartbeatIntervalS: z.number().int().describe("How often to heartbeat, seconds."),
+    credential: z
+      .string()
+      .describe(
+        `The credential that alone may act as this worker: send it as \`${WorkerCredentialHeader}\` with every heartbeat and leave. Shown once; only its hash is kept.`,
+      ),
   })
   .openapi("RegisterWorkerResponse")
+
+export { WorkerCredentialHeader }

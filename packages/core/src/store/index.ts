@@ -24,7 +24,7 @@ export function Repos(store: StateStore, clock: Clock, logger: Logger, pepper: s
     backends: Backends(store, clock, events),
     swarms: Swarms(store),
     jobs: Jobs(store, clock),
-    workers: Workers(store, clock, events),
+    workers: Workers(store, clock, events, pepper),
     idempotency: Idempotency(store, clock),
     leases: Leases(store, clock),
   }

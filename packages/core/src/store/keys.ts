@@ -50,6 +50,8 @@ export const Keys = {
     sk: `${JobPartition.taskPrefix}${pad(index)}`,
   }),
   worker: (p: string, id: string): Key => ({ pk: `P#${p}#WORKER#${id}`, sk: "A#WORKER" }),
+  /** The hash of the credential a worker got at registration (apart from the worker, which is listed). */
+  workerCredential: (p: string, id: string): Key => ({ pk: `P#${p}#WORKER#${id}`, sk: "CRED" }),
   /** Scoped to the API key that sent the request: another key's request with the same header is another request. */
   idempotency: (p: string, apiKeyId: string, key: string): Key => ({
     pk: `P#${p}#IDEM#${createHash("sha256").update(`${apiKeyId}\n${key}`).digest("hex")}`,

@@ -1,18 +1,28 @@
 /** Workers of `workers` backends: registration, heartbeats (liveness) and listing. */
+import { createHmac, timingSafeEqual } from "node:crypto"
 import type { Worker } from "../model/worker"
 import type { Clock } from "../util/clock"
 import { iso } from "../util/clock"
 import { VisibleError } from "../util/errors"
-import { newId } from "../util/ids"
+import { newId, randomToken } from "../util/ids"
 import type { EventLog } from "./events"
 import { Keys, ListIndex } from "./keys"
 import { mutate, queryAll, type StateStore, type StoredItem, VersionConflictError } from "./port"
 
 export type NewWorker = Omit<Worker, "id" | "project" | "health" | "lastSeen" | "registeredAt">
 
-export function Workers(store: StateStore, clock: Clock, events: EventLog) {
+/** What a worker's credential check came to. */
+export type CredentialCheck = "ok" | "wrong" | "unknown"
+
+export function Workers(store: StateStore, clock: Clock, events: EventLog, pepper: string) {
+  const hash = (credential: string) =>
+    createHmac("sha256", pepper).update(`worker\n${credential}`).digest("hex")
   return {
-    async register(project: string, input: NewWorker): Promise<Worker> {
+    /**
+     * Register a worker and the credential that alone may act as it: only its hash is kept, apart
+     * from the worker (which is listed), and the credential is returned once, to the caller.
+     */
+    async register(project: string, input: NewWorker): Promise<{ worker: Worker; credential: string }> {
       const now = clock.now()
       const worker: Worker = {
         ...input,
@@ -22,6 +32,12 @@ export function Workers(store: StateStore, clock: Clock, events: EventLog) {
         lastSeen: iso(now),
         registeredAt: iso(now),
       }
+      const credential = `swc_${randomToken()}`
+      await store.create({
+        ...Keys.workerCredential(project, worker.id),
+        type: "credential",
+        data: hash(credential),
+      })
       await store.create({
         ...Keys.worker(project, worker.id),
         type: "worker",
@@ -34,7 +50,20 @@ export function Workers(store: StateStore, clock: Clock, events: EventLog) {
         reason: "registered",
         message: `${worker.backendId}${worker.scaleGroup ? `/${worker.scaleGroup}` : ""}${worker.name ? ` on ${worker.name}` : ""}`,
       })
-      return worker
+      return { worker, credential }
+    },
+
+    /** Whether `credential` is the one worker `id` got at registration (`unknown`: it has none). */
+    async checkCredential(
+      project: string,
+      id: string,
+      credential: string | undefined,
+    ): Promise<CredentialCheck> {
+      const stored = await store.get<string>(Keys.workerCredential(project, id), { consistent: true })
+      if (!stored) return "unknown"
+      if (!credential || credential.length > 256) return "wrong"
+      const digest = hash(credential)
+      return timingSafeEqual(Buffer.from(stored.data), Buffer.from(digest)) ? "ok" : "wrong"
     },
 
     /**
@@ -128,6 +157,8 @@ export function Workers(store: StateStore, clock: Clock, events: EventLog) {
       await store.delete(item, item.version).catch((error) => {
         if (!(error instanceof VersionConflictError)) throw error
       })
+      const credential = await store.get(Keys.workerCredential(item.data.project, item.data.id))
+      if (credential) await store.delete(credential, credential.version).catch(() => undefined)
     },
 
     /** Workers of a project, or of one backend. */

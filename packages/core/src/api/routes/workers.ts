@@ -7,6 +7,7 @@ import {
   RegisterWorkerRequest,
   RegisterWorkerResponse,
   Worker,
+  WorkerCredentialHeader,
 } from "../../model/worker"
 import { NotFoundError, VisibleError } from "../../util/errors"
 import { requireRole } from "../auth"
@@ -25,6 +26,34 @@ import {
 async function intervalOf(deps: ApiDeps, project: string, backendId: string): Promise<number> {
   const backend = await deps.repos.backends.get(project, backendId)
   return backend?.config.type === "workers" ? (backend.config.heartbeatIntervalS ?? 5) : 5
+}
+
+/**
+ * Only the worker itself may heartbeat or leave: the request carries the credential its registration
+ * returned. Another key holder (of this project or any) cannot act as it; a worker registered before
+ * credentials existed is told to register again.
+ */
+async function actAs(
+  deps: ApiDeps,
+  project: string,
+  id: string,
+  credential: string | undefined,
+): Promise<void> {
+  switch (await deps.repos.workers.checkCredential(project, id, credential)) {
+    case "ok":
+      return
+    case "unknown":
+      if (!(await deps.repos.workers.get(project, id))) throw new NotFoundError("worker", id)
+      throw new VisibleError("worker.dead", `worker "${id}" has no credential; register again`, 410, {
+        workerId: id,
+      })
+    case "wrong":
+      throw new VisibleError(
+        "worker.credential_invalid",
+        `only worker "${id}" may do this: send the credential its registration returned as ${WorkerCredentialHeader}`,
+        403,
+      )
+  }
 }
 
 export function workerRoutes(app: App, deps: ApiDeps): void {
@@ -61,8 +90,8 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
           400,
           [{ path: "scaleGroup", message: `one of ${groups.map((g) => `"${g}"`).join(", ") || "(none)"}` }],
         )
-      const worker = await deps.repos.workers.register(caller.project, body)
-      return c.json({ worker, heartbeatIntervalS: backend.config.heartbeatIntervalS }, 201)
+      const { worker, credential } = await deps.repos.workers.register(caller.project, body)
+      return c.json({ worker, heartbeatIntervalS: backend.config.heartbeatIntervalS, credential }, 201)
     },
   )
 
@@ -72,6 +101,7 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
       path: "/v1/workers/{id}/heartbeat",
       tags: ["workers"],
       summary: "Heartbeat: report observed attempts, receive the complete desired set",
+      description: `Only the worker itself: send the credential its registration returned as \`${WorkerCredentialHeader}\` (403 otherwise).`,
       security,
       request: {
         params: idParam("Worker"),
@@ -87,6 +117,7 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
       const caller = c.get("caller")
       requireRole(caller, "write")
       const { id } = c.req.valid("param")
+      await actAs(deps, caller.project, id, c.req.header(WorkerCredentialHeader))
       const { worker, desired } = await heartbeat(deps, caller.project, id, c.req.valid("json").attempts)
       return c.json(
         { desired, heartbeatIntervalS: await intervalOf(deps, caller.project, worker.backendId) },
@@ -101,17 +132,19 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
       path: "/v1/workers/{id}/leave",
       tags: ["workers"],
       summary: "Leave: a worker shutting down on purpose is dead at once; what it held is requeued",
+      description: `Only the worker itself: send the credential its registration returned as \`${WorkerCredentialHeader}\` (403 otherwise).`,
       security,
       request: { params: idParam("Worker") },
       responses: {
         200: jsonResponse(Worker, "The worker, now dead."),
-        ...errors(401, 403, 404),
+        ...errors(401, 403, 404, 410),
       },
     }),
     async (c) => {
       const caller = c.get("caller")
       requireRole(caller, "write")
       const { id } = c.req.valid("param")
+      await actAs(deps, caller.project, id, c.req.header(WorkerCredentialHeader))
       const worker = await deps.repos.workers.leave(caller.project, id)
       if (!worker) throw new NotFoundError("worker", id)
       return c.json(worker, 200)
