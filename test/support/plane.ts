@@ -16,7 +16,6 @@ export interface Plane {
   plane: LocalControlPlane
   dir: string
   workerKey: string
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
   call(
     method: string,
     path: string,

@@ -85,6 +85,29 @@ describe("authentication and tenancy", () => {
     expect(res.status).toBe(401)
   })
 
+  test("only the operator may register a scale group that starts workers on the control plane's own host", async () => {
+    const api = await withBackend()
+    const team = (await api.call("POST", "/v1/projects", { body: { name: "team-b" } })).json.adminKey.key
+    const before = api.store.writes()
+    const refused = await api.call("POST", "/v1/backends", { body: workersBackend, key: team })
+    expect(refused.status).toBe(403)
+    expect(refused.json.error).toMatchObject({
+      code: "backend.local_provider_operator_only",
+      details: [{ path: "config.scaleGroups.0.provider.type" }],
+    })
+    expect(api.store.writes()).toBe(before)
+    // Without a local scale group the team registers its own workers backend.
+    const own = await api.call("POST", "/v1/backends", {
+      body: { id: "pool", config: { type: "workers" } },
+      key: team,
+    })
+    expect(own.status).toBe(201)
+    // The operator (an admin key of the operator project) may.
+    expect(
+      (await api.call("POST", "/v1/backends", { body: { ...workersBackend, id: "local-2" } })).status,
+    ).toBe(201)
+  })
+
   test("a key of project A never sees or changes project B's objects", async () => {
     const api = await withBackend()
     await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })
@@ -120,7 +143,7 @@ describe("authentication and tenancy", () => {
     expect(paged.json.error.code).toBe("request.invalid_cursor")
 
     // B's own swarm of the same name is its own object; A's is untouched.
-    await api.call("POST", "/v1/backends", { key: keyB, body: workersBackend })
+    await api.call("POST", "/v1/backends", { key: keyB, body: { id: "local", config: { type: "workers" } } })
     expect(
       (await api.call("POST", "/v1/swarms", { key: keyB, body: { name: "llm", model: "other" } })).status,
     ).toBe(202)
@@ -301,6 +324,22 @@ describe("bad input", () => {
       code: "request.invalid",
       field: "",
       hint: /KiB in all; at most 128 KiB/,
+    },
+    "a worker name with a newline (it would forge a log line)": {
+      path: "/v1/workers/register",
+      raw: '{"backendId":"local","name":"host-1\\n2026-01-01 default worker w-x dead","resources":{"cpu":1,"memoryMiB":64}}',
+      status: 400,
+      code: "request.invalid",
+      field: "name",
+      hint: /one line/,
+    },
+    "a worker name with a lone surrogate": {
+      path: "/v1/workers/register",
+      raw: '{"backendId":"local","name":"host-\\ud800","resources":{"cpu":1,"memoryMiB":64}}',
+      status: 400,
+      code: "request.invalid",
+      field: "name",
+      hint: /well-formed/,
     },
     "an env key named constructor": {
       path: "/v1/jobs",

@@ -17,6 +17,21 @@ export const Name = z.string().min(1).max(Limits.nameLength).regex(dnsLabel, {
 
 export const Text = z.string().max(Limits.textLength)
 
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/**
+ * One line of text for display and logs: no newline or other control character (it could forge a log
+ * line) and no lone UTF-16 surrogate (it is not text).
+ */
+export const LineText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((text) => oneLine(text), { message: "one line of text (no newline or control characters)" })
+    .refine((text) => !loneSurrogate.test(text), {
+      message: "must be well-formed text (a lone surrogate is not)",
+    })
+
 /** ISO-8601 timestamp text. */
 export const Timestamp = z.string().describe("ISO-8601 time (UTC).")
 

@@ -5,7 +5,7 @@
  */
 
 import { z } from "@hono/zod-openapi"
-import { Attributes, Command, Env, Name, Resources, Timestamp } from "./common"
+import { Attributes, Command, Env, LineText, Name, Resources, Timestamp } from "./common"
 import { WorkerHealth } from "./states"
 import { WorkerCredentialHeader } from "./worker-credential"
 
@@ -15,20 +15,16 @@ export const RegisterWorkerRequest = z
     scaleGroup: Name.optional().describe(
       "Scale group that started the worker; absent for hand-started workers.",
     ),
-    name: z.string().max(128).optional().describe("Host name or label, for display."),
-    address: z
-      .string()
-      .max(256)
+    name: LineText(128).optional().describe("Host name or label, for display."),
+    address: LineText(256)
       .optional()
       .describe("`host:port` where the worker's router or replicas can be reached."),
     resources: Resources.describe("Resources the worker offers."),
     attributes: Attributes.default({}).describe(
       'Attributes the worker advertises, e.g. `{ "accelerator": "h100" }`.',
     ),
-    agentVersion: z.string().max(64).optional().describe("Version of the agent."),
-    instanceId: z
-      .string()
-      .max(128)
+    agentVersion: LineText(64).optional().describe("Version of the agent."),
+    instanceId: LineText(128)
       .optional()
       .describe("Id the scale group's provider gave the machine or process, to match it on scale-down."),
   })

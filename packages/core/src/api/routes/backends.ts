@@ -3,7 +3,7 @@ import { createRoute, z } from "@hono/zod-openapi"
 import { autoscales, reportsCapacity, reportsHealth } from "../../backends/protocol"
 import { assertAvailable, withBackend } from "../../backends/registry"
 import { Backend, CreateBackendRequest } from "../../model/backend"
-import { NotFoundError, NotSupportedError } from "../../util/errors"
+import { NotFoundError, NotSupportedError, VisibleError } from "../../util/errors"
 import { requireRole } from "../auth"
 import { type ApiDeps, enqueue } from "../context"
 import {
@@ -55,6 +55,23 @@ export function backendRoutes(app: App, deps: ApiDeps): void {
       requireRole(caller, "admin")
       const body = c.req.valid("json")
       assertAvailable(body.config.type)
+      // A `local` scale group starts processes on the control plane's own host: the operator's call.
+      const local =
+        body.config.type === "workers"
+          ? body.config.scaleGroups.findIndex((g) => g.provider.type === "local")
+          : -1
+      if (local >= 0 && !caller.operator)
+        throw new VisibleError(
+          "backend.local_provider_operator_only",
+          `config.scaleGroups[${local}].provider: "local" starts workers on the control plane's own host, so only an operator key (an admin key of the operator project) may register it; use another provider, or ask the operator`,
+          403,
+          [
+            {
+              path: `config.scaleGroups.${local}.provider.type`,
+              message: "only the operator may use the local provider",
+            },
+          ],
+        )
       const { backend, created } = await deps.repos.backends.put(caller.project, body.id, body.config)
       await enqueue(deps, [
         {
