@@ -14,6 +14,10 @@ export function errorBody(code: string, message: string, details?: unknown) {
 
 export function onError(logger: Logger) {
   return (error: Error, c: Context): Response => {
+    // A body refused for its size is not read to its end: say the connection closes, so the client is
+    // answered at once instead of sending on into a socket that is then dropped.
+    if ((error instanceof VisibleError || error instanceof HTTPException) && error.status === 413)
+      c.header("Connection", "close")
     if (error instanceof VisibleError)
       return c.json(errorBody(error.code, error.message, error.details), error.status)
     if (error instanceof InvalidCursorError)
