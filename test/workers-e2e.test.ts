@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest"
+import { processAlive } from "../packages/agent/src/process-group"
 import { type Plane, startAgent, startPlane, stopAgents, until } from "./support/plane"
 
 let p: Plane
@@ -145,7 +146,12 @@ describe("worker loss", () => {
       instanceId: string
     }[]
     const victim = workers.find((w) => w.id === running.attempts[0].workerId)!
+    const first = Number(readFileSync(pidFile, "utf8").trim().split("\n")[0])
+    expect(processAlive(first)).toBe(true)
     agents.find((a) => a.instanceId === victim.instanceId)!.kill("SIGKILL")
+    // The attempt does not outlive its agent: its process is gone within moments, long before the
+    // control plane gives up on the worker and runs the task elsewhere (never two copies at once).
+    await until("the killed agent's attempt to end with it", async () => !processAlive(first), 3_000)
     const moved = await until(
       "the task to run again on the other worker",
       async () => {
@@ -165,11 +171,6 @@ describe("worker loss", () => {
     expect(health).toBe("dead")
     await p.call("POST", `/v1/jobs/${jobId}/cancel`)
     await finished(jobId)
-    // The killed agent's own child was orphaned with it; end it so nothing is left behind.
-    for (const pid of readFileSync(pidFile, "utf8").trim().split("\n").map(Number))
-      try {
-        process.kill(pid, "SIGKILL")
-      } catch {}
   })
 })
 

@@ -82,6 +82,8 @@ export class ProcessRun {
   private stopping: Promise<ProcessOutcome> | undefined
   private readonly stragglerGraceMs = 5000
   private settle!: (outcome: ProcessOutcome) => void
+  /** Kills the attempt's group if the agent dies without stopping it (see `watch`). */
+  private watcher: ChildProcess | undefined
 
   constructor(spec: ProcessSpec, base: NodeJS.ProcessEnv = process.env) {
     this.done = new Promise((resolve) => {
@@ -103,6 +105,7 @@ export class ProcessRun {
     }
     this.pid = child?.pid
     if (!child) return
+    if (child.pid !== undefined) this.watcher = watch(child.pid)
     for (const stream of [child.stdout, child.stderr]) {
       stream?.setEncoding("utf8")
       stream?.on("data", (text: string) => this.logs.write(text))
@@ -134,6 +137,13 @@ export class ProcessRun {
     if (this.pid === undefined || (this.exited && !groupAlive(this.pid))) return
     this.stopRequested ||= !this.exited
     signalGroup(this.pid, "SIGKILL")
+    this.unwatch()
+  }
+
+  /** The group is gone (or stopped for good): its watcher has nothing left to do. */
+  private unwatch(): void {
+    this.watcher?.kill("SIGKILL")
+    this.watcher = undefined
   }
 
   private async terminate(graceMs: number, markKilled: boolean): Promise<ProcessOutcome> {
@@ -191,6 +201,37 @@ export class ProcessRun {
     if (this.outcome) return
     this.outcome = outcome
     this.settle(outcome)
+    // Once what the attempt left behind is stopped too, nothing of its group is left to watch.
+    void Promise.resolve(this.stopping).then(() => this.unwatch())
+  }
+}
+
+/**
+ * An attempt must not outlive its agent: were the agent killed outright (`kill -9`, an OOM kill), its
+ * attempts' groups would run on while the control plane requeues them elsewhere, and a task would run
+ * twice at once. A small watcher, in a session of its own (so it survives the agent and the agent's
+ * group), blocks reading a pipe whose other end only the agent holds; when the agent dies the kernel
+ * closes that end, the read returns, and the watcher kills the attempt's whole group. The agent kills
+ * the watcher itself once the group has ended.
+ */
+function watch(pgid: number): ChildProcess | undefined {
+  try {
+    const watcher = spawn(
+      "sh",
+      ["-c", 'read -r _ ; kill -s KILL -- "-$1" 2>/dev/null', "swarmplane-watch", String(pgid)],
+      {
+        detached: true,
+        stdio: ["pipe", "ignore", "ignore"],
+      },
+    )
+    watcher.on("error", () => undefined)
+    watcher.stdin?.on("error", () => undefined)
+    // Neither the watcher nor its pipe keeps the agent's event loop alive.
+    watcher.unref()
+    ;(watcher.stdin as unknown as { unref?: () => void } | null)?.unref?.()
+    return watcher
+  } catch {
+    return undefined
   }
 }
 
