@@ -226,7 +226,23 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
         if (!connection) throw new Error("the API is not listening yet")
         return connection
       },
+      // An agent that died is a dead worker now, not after the heartbeat grace: its attempts are
+      // requeued by the pass this asks for.
+      onLost: (target, instanceId, how) =>
+        void workerLost(target.project, target.backendId, instanceId, how).catch((error) =>
+          logger.warn(`worker ${instanceId} ended (${how}); could not mark it dead: ${error.message}`),
+        ),
     })
+    const workerLost = async (project: string, backendId: string, instanceId: string, how: string) => {
+      const worker = (await runtime.repos.workers.list(project, backendId)).find(
+        (w) => w.instanceId === instanceId,
+      )
+      if (!worker || worker.health === "dead") return
+      await runtime.repos.workers.leave(project, worker.id, "agent_exited", `its agent ${how}`)
+      await runtime.queue.send([
+        { kind: "backend", project, id: backendId, reason: "worker.lost", backendId },
+      ])
+    }
     const runtime = createRuntime({
       store: DynamoStore({ client: dynamo, tableName: TableName }),
       queue: SqsQueue({ client: sqs, queueUrl }),

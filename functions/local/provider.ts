@@ -23,10 +23,17 @@ export interface LocalProviderOptions {
   connection: () => { api: string; token: string }
   /** Grace before SIGKILL, ms. */
   killAfterMs?: number
+  /**
+   * An agent ended that nobody asked to stop (it crashed, or was killed): the plane need not wait out
+   * the heartbeat grace to know its worker is gone.
+   */
+  onLost?: (target: ScaleTarget, instanceId: string, how: string) => void
 }
 
 interface Running {
   child: ChildProcess
+  /** Stopped on purpose (scale-down, shutdown): its exit is expected. */
+  stopping?: boolean
   target: string
   info: ProviderInstance
   exited: Promise<void>
@@ -44,6 +51,7 @@ export function LocalProvider(
     const r = running.get(id)
     if (!r) return
     if (r.child.exitCode === null && r.child.signalCode === null) {
+      r.stopping = true
       r.child.kill("SIGTERM")
       const timer = setTimeout(() => r.child.kill("SIGKILL"), options.killAfterMs ?? 10_000)
       await r.exited
@@ -88,13 +96,23 @@ export function LocalProvider(
         })
         child.stdout?.pipe(log)
         child.stderr?.pipe(log)
-        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
-        void exited.then(() => {
+        const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+          child.once("exit", (code, signal) => resolve({ code, signal })),
+        )
+        void exited.then(({ code, signal }) => {
           log.end()
-          if (running.get(id)?.child === child) running.delete(id)
+          const entry = running.get(id)
+          if (entry?.child === child) running.delete(id)
+          if (entry && !entry.stopping)
+            options.onLost?.(target, id, signal ? `killed by ${signal}` : `exited with code ${code}`)
         })
         child.once("error", (error) => options.logger.error(`worker ${id} could not start: ${error.message}`))
-        running.set(id, { child, target: groupKey(target), info: { id, startedAt: Date.now() }, exited })
+        running.set(id, {
+          child,
+          target: groupKey(target),
+          info: { id, startedAt: Date.now() },
+          exited: exited.then(() => undefined),
+        })
         ids.push(id)
       }
       options.logger.info(

@@ -99,7 +99,7 @@ export function Workers(store: StateStore, clock: Clock, events: EventLog, peppe
      * the next reconcile pass requeues whatever it still held), instead of after the heartbeat grace.
      * Leaving twice is the same as once.
      */
-    async leave(project: string, id: string): Promise<Worker | undefined> {
+    async leave(project: string, id: string, reason = "left", message?: string): Promise<Worker | undefined> {
       let from: Worker["health"] | undefined
       const updated = await mutate<Worker>(store, Keys.worker(project, id), (item) => {
         if (item.data.health === "dead") return undefined
@@ -111,7 +111,8 @@ export function Workers(store: StateStore, clock: Clock, events: EventLog, peppe
           entity: { kind: "worker", id },
           from,
           to: "dead",
-          reason: "left",
+          reason,
+          ...(message ? { message } : {}),
         })
       return updated?.data
     },
