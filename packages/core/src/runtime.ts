@@ -4,7 +4,6 @@
  * logger, secrets and providers. `functions/deps.ts` builds it from the deployed
  * resources; `functions/local.ts` from the embedded servers; tests from memory adapters.
  */
-import type { ApiDeps } from "./api/context"
 import type { Providers } from "./providers/port"
 import type { ScheduleQueue } from "./queue/port"
 import type { Secrets } from "./secrets/port"
@@ -17,11 +16,25 @@ import type { Logger } from "./util/logger"
 export type { Secrets }
 
 /**
- * Everything the core's layers are built with, composed once per process. No layer takes this whole:
- * backends take `BackendDeps`, the control loop `ControlDeps`, the API `ApiDeps` (the widest, so a
- * runtime is one).
+ * Everything the core's layers are built with, composed once per process. No layer takes this whole
+ * or imports this module: backends take `BackendDeps`, the control loop `ControlDeps`, the API
+ * `ApiDeps`, and a runtime is each of them (it has every field they name).
  */
-export type Runtime = ApiDeps
+export interface Runtime {
+  repos: Repos
+  transitions: Transitions
+  queue: ScheduleQueue
+  clock: Clock
+  logger: Logger
+  /** HMAC pepper for key hashes and the encryption of stored idempotent responses. */
+  pepper: string
+  version: string
+  /** Project whose admin keys may create projects (the one bootstrap makes first). */
+  operatorProject: string
+  secrets: Secrets
+  /** Scale-group providers available where this runtime runs (`local` only on the local control plane). */
+  providers: Providers
+}
 
 export interface RuntimeOptions {
   store: StateStore
