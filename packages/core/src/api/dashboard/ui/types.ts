@@ -7,6 +7,7 @@ import type { Event } from "../../../model/event"
 import type { Attempt, Job, Task } from "../../../model/job"
 import type { Caller } from "../../../model/project"
 import type { Swarm } from "../../../model/swarm"
+import type { ResourceCapacity, ScaleGroupStatus } from "../../../model/wire"
 import type { Worker } from "../../../model/worker"
 
 export type { Attempt, Backend, Caller, Event, Job, Swarm, Task, Worker }
@@ -43,23 +44,9 @@ export interface ClusterStatus {
   detail?: Record<string, unknown>
 }
 
-export interface Capacity {
-  total: { cpu: number; memoryMiB: number; gpu: number }
-  free: { cpu: number; memoryMiB: number; gpu: number }
-}
-
-export interface ScaleGroupStatus {
-  group: string
-  min: number
-  max: number
-  current: number
-  starting: number
-  demand: number
-  target: number
-  action: string
-  reason: string
-  backoffUntil?: string
-}
+/** What a backend has in all and free, and each scale group's last decision: the wire types. */
+export type Capacity = ResourceCapacity
+export type { ScaleGroupStatus }
 
 export interface AutoscalerStatus {
   groups?: ScaleGroupStatus[]
