@@ -301,7 +301,11 @@ export const EksBackendConfig = z
 
 const LocalProvider = z
   .object({
-    type: z.literal("local").describe("Worker agents started as processes on the control plane's machine."),
+    type: z
+      .literal("local")
+      .describe(
+        "Worker agents started as processes on the control plane's machine; only an operator key may register it.",
+      ),
   })
   .strict()
 

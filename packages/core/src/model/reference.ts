@@ -70,9 +70,13 @@ export function renderConfigReference(): string {
     [
       "lepton",
       LeptonBackendConfig,
-      "An NVIDIA DGX Cloud Lepton workspace (deployments for swarms, batch jobs for jobs).",
+      "An NVIDIA DGX Cloud Lepton workspace (deployments for swarms, batch jobs for jobs). Not in this release: registering one is refused with `422 backend.not_available`.",
     ],
-    ["eks", EksBackendConfig, "An Amazon EKS cluster running Kueue (Jobs labelled for a LocalQueue)."],
+    [
+      "eks",
+      EksBackendConfig,
+      "An Amazon EKS cluster running Kueue (Jobs labelled for a LocalQueue). Not in this release: registering one is refused with `422 backend.not_available`.",
+    ],
     [
       "workers",
       WorkersBackendConfig,
