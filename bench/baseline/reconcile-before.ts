@@ -21,7 +21,6 @@ import {
   type TeardownEffect,
 } from "@swarmplane/core/backends/protocol"
 import { createBackend } from "@swarmplane/core/backends/registry"
-import { activeWork } from "@swarmplane/core/control/active"
 import { noteUnreachable, reconcileSwarm } from "@swarmplane/core/control/serving"
 import type { Backend } from "@swarmplane/core/model/backend"
 import type { Attempt } from "@swarmplane/core/model/job"
@@ -32,6 +31,7 @@ import { FencedError } from "@swarmplane/core/store/port"
 import { BackendError, VisibleError } from "@swarmplane/core/util/errors"
 import { newId } from "@swarmplane/core/util/ids"
 import { warnOnChange } from "@swarmplane/core/util/log-on-change"
+import { activeWork } from "./active-before"
 
 export interface PassReport {
   project: string

@@ -91,7 +91,8 @@ function guard(pass: Pass): void {
   if (!pass.rt.repos.leases.valid(pass.lease)) throw new LeaseLost()
 }
 
-async function readSnapshot(rt: ControlDeps, record: Backend): Promise<Snapshot> {
+/** Observe: a backend's active work, read once from the sparse active index. */
+export async function readSnapshot(rt: ControlDeps, record: Backend): Promise<Snapshot> {
   const { swarms, jobs, heads, tasks, count } = await rt.repos.active.of(record.project, record.id)
   return new Snapshot(swarms, jobs, tasks, count, heads)
 }

@@ -11,9 +11,8 @@ import { autoscales, keepsWorkers, type TaskBackend } from "../backends/protocol
 import { createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
 import { warnOnChange } from "../util/log-on-change"
-import { activeWork } from "./active"
 import type { ControlDeps } from "./deps"
-import { type PassReport, reconcilePass } from "./reconcile"
+import { type PassReport, readSnapshot, reconcilePass } from "./reconcile"
 
 export interface TickReport {
   backends: PassReport[]
@@ -106,8 +105,8 @@ export function autoscaleTick(
       const lease = await rt.repos.leases.acquire(record.project, record.id, "autoscale", owner, 60_000)
       if (!lease) return report
       try {
-        const work = await activeWork(rt, record)
-        await backend.autoscale({ pending: work.pending, live: work.live })
+        const work = await readSnapshot(rt, record)
+        await backend.autoscale({ pending: work.pending(), live: work.live() })
         return { ...report, ran: true, active: work.count }
       } finally {
         await rt.repos.leases.release(lease)

@@ -25,6 +25,21 @@ export function formatEvent(project: string, e: NewEvent): string {
 export function EventLog(store: StateStore, clock: Clock, logger: Logger) {
   const jobPk = (project: string, id: string) => Keys.job(project, id).pk
   const swarmPk = (project: string, name: string) => Keys.swarm(project, name).pk
+  /** Events, each under its partition, in batches of 25 (their keys are fresh ids); logs the first few. */
+  const writeMany = async (project: string, all: { pk: string; event: NewEvent }[]): Promise<void> => {
+    if (!all.length) return
+    const now = clock.now()
+    const ttl = Math.floor(now / 1000) + EventRetentionDays * 86_400
+    await store.createMany(
+      all.map(({ pk, event }) => {
+        const full: Event = { ...event, id: newId("ev", now), at: iso(now) }
+        return { ...Keys.event(pk, full.id), type: "event", data: full, ttl }
+      }),
+    )
+    for (const { event } of all.slice(0, ShownPerBatch)) logger.info(formatEvent(project, event))
+    if (all.length > ShownPerBatch)
+      logger.info(`${project} … and ${all.length - ShownPerBatch} more like these`)
+  }
   return {
     /** A job's change, kept in the job's partition. */
     job(project: string, id: string, change: Omit<NewEvent, "entity">): Promise<Event> {
@@ -37,22 +52,11 @@ export function EventLog(store: StateStore, clock: Clock, logger: Logger) {
     },
 
     /** Changes of many jobs' tasks, each in its job's partition, written together (25 a batch). */
-    async tasksOfJobs(project: string, changes: { jobId: string; events: NewEvent[] }[]): Promise<void> {
-      const now = clock.now()
-      const ttl = Math.floor(now / 1000) + EventRetentionDays * 86_400
-      const all = changes.flatMap(({ jobId, events }) =>
-        events.map((event) => ({ pk: jobPk(project, jobId), event })),
+    tasksOfJobs(project: string, changes: { jobId: string; events: NewEvent[] }[]): Promise<void> {
+      return writeMany(
+        project,
+        changes.flatMap(({ jobId, events }) => events.map((event) => ({ pk: jobPk(project, jobId), event }))),
       )
-      if (!all.length) return
-      await store.createMany(
-        all.map(({ pk, event }) => {
-          const full: Event = { ...event, id: newId("ev", now), at: iso(now) }
-          return { ...Keys.event(pk, full.id), type: "event", data: full, ttl }
-        }),
-      )
-      for (const { event } of all.slice(0, ShownPerBatch)) logger.info(formatEvent(project, event))
-      if (all.length > ShownPerBatch)
-        logger.info(`${project} … and ${all.length - ShownPerBatch} more like these`)
     },
 
     /** A swarm's change, kept in the swarm's partition. */
@@ -94,17 +98,10 @@ export function EventLog(store: StateStore, clock: Clock, logger: Logger) {
      * task a cancel killed. Logs a line for each of the first few and one line for the rest.
      */
     async recordMany(project: string, pk: string, batch: NewEvent[]): Promise<void> {
-      const now = clock.now()
-      const ttl = Math.floor(now / 1000) + EventRetentionDays * 86_400
-      await store.createMany(
-        batch.map((event) => {
-          const full: Event = { ...event, id: newId("ev", now), at: iso(now) }
-          return { ...Keys.event(pk, full.id), type: "event", data: full, ttl }
-        }),
+      await writeMany(
+        project,
+        batch.map((event) => ({ pk, event })),
       )
-      for (const event of batch.slice(0, ShownPerBatch)) logger.info(formatEvent(project, event))
-      if (batch.length > ShownPerBatch)
-        logger.info(`${project} … and ${batch.length - ShownPerBatch} more like these`)
     },
 
     /** Events of one partition, oldest first. */

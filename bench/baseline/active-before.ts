@@ -1,14 +1,14 @@
 /**
- * Observe: a backend's active work, read from the sparse active index (never a scan): its swarms,
+ * The old pass's observe (kept for the baseline): a backend's active work, read from the sparse active index (never a scan): its swarms,
  * jobs, and tasks grouped as live (an attempt holds resources) and pending.
  */
-import type { TaskRef } from "../backends/protocol"
-import type { Backend } from "../model/backend"
-import type { Job } from "../model/job"
-import { isLive } from "../model/states"
-import type { Swarm } from "../model/swarm"
-import type { StoredItem } from "../store/port"
-import type { ControlDeps } from "./deps"
+import type { TaskRef } from "@swarmplane/core/backends/protocol"
+import type { ControlDeps } from "@swarmplane/core/control/deps"
+import type { Backend } from "@swarmplane/core/model/backend"
+import type { Job } from "@swarmplane/core/model/job"
+import { isLive } from "@swarmplane/core/model/states"
+import type { Swarm } from "@swarmplane/core/model/swarm"
+import type { StoredItem } from "@swarmplane/core/store/port"
 
 export interface ActiveWork {
   swarms: StoredItem<Swarm>[]
