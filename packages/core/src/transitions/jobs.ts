@@ -326,9 +326,6 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
           throw error
         }
         const moved = changed.filter((t) => t.state !== before.get(t.index)?.data.state)
-        const changes = taskEvents(job.id, moved, before, reports)
-        if (options.collect) options.collect(changes)
-        else await events.tasks(job.project, job.id, changes)
         // The report that ends a job's last open task brings the job to its end at once (not a pass
         // later): job lists and details read SUCCEEDED as soon as the tasks have. The job's counts are
         // only a hint of whether this is that report; the full count is taken when it may be.
@@ -339,8 +336,13 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
           (n, [state, count]) => n + (isTerminalTask(state as TaskState) ? 0 : (count ?? 0)),
           0,
         )
-        if (ended > 0 && (job.spec.tasks <= RecountTasks || open - ended <= 0) && !isFinished(job.status))
-          await api.refresh(job.project, job.id, "tasks_ended", options.fence)
+        const recount =
+          ended > 0 && (job.spec.tasks <= RecountTasks || open - ended <= 0) && !isFinished(job.status)
+        // A job that may end here has its task events written first: whoever reads it ended reads why.
+        const changes = taskEvents(job.id, moved, before, reports)
+        if (options.collect && !recount) options.collect(changes)
+        else await events.tasks(job.project, job.id, changes)
+        if (recount) await api.refresh(job.project, job.id, "tasks_ended", options.fence)
         return { stop, changed: changed.length, moved: moved.length, tasks, items: [...items.values()] }
       }
     },
