@@ -116,14 +116,22 @@ const defaultAgentBin = fileURLToPath(
   new URL("../../packages/agent/bin/swarmplane-agent.mjs", import.meta.url),
 )
 
-/** The key local agents register with (a `write` key of the operator project), kept in the data folder. */
+/**
+ * The key local agents register with (a `worker` key of the operator project: it can act as a worker
+ * and nothing else), kept in the data folder. A saved key that no longer works, or of another role (a
+ * data folder from before the `worker` role kept a `write` key), is replaced, and an old one revoked.
+ */
 async function ensureWorkerKey(rt: Runtime, file: string): Promise<string> {
+  let replaced: { id: string } | undefined
   if (existsSync(file)) {
-    const saved = (await readFile(file, "utf8")).trim()
-    if (await rt.repos.projects.verifyKey(saved)) return saved
+    const key = (await readFile(file, "utf8")).trim()
+    const saved = await rt.repos.projects.verifyKey(key)
+    if (saved?.role === "worker" && !saved.revokedAt && !saved.expiresAt) return key
+    if (saved && !saved.revokedAt) replaced = saved
   }
-  const { key } = await rt.repos.projects.createKey(rt.operatorProject, "write", { name: "local workers" })
+  const { key } = await rt.repos.projects.createKey(rt.operatorProject, "worker", { name: "local workers" })
   await writeFile(file, `${key}\n`, { mode: 0o600 })
+  if (replaced) await rt.repos.projects.revokeKey(rt.operatorProject, replaced.id, rt.clock.now())
   return key
 }
 
@@ -192,7 +200,8 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
     for (const stop of stops.reverse()) await stop().catch(() => {})
   }
   try {
-    // 1. Data folder and lock.
+    // 1. Data folder (this user's alone) and lock.
+    await mkdir(options.dataDir, { recursive: true, mode: 0o700 })
     await mkdir(join(options.dataDir, "dynamo"), { recursive: true })
     await mkdir(join(options.dataDir, "secrets"), { recursive: true, mode: 0o700 })
     const lock = await acquireLock(options.dataDir)
@@ -221,6 +230,9 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
       agentBin: options.agentBin ?? defaultAgentBin,
       env: options.agentEnv,
       logDir: join(options.dataDir, "workers"),
+      // Tasks of local agents see neither the plane's data (keys, pepper, state) nor the CLI's profiles.
+      hide: [options.dataDir, ...(options.cliConfigDir ? [options.cliConfigDir] : [])],
+      stateDir: join(options.dataDir, "agents"),
       logger,
       connection: () => {
         if (!connection) throw new Error("the API is not listening yet")
@@ -258,7 +270,8 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
     let adminKey = options.adminKey
     if (!adminKey && existsSync(keyFile)) {
       const saved = (await readFile(keyFile, "utf8")).trim()
-      if (await runtime.repos.projects.verifyKey(saved)) adminKey = saved
+      const info = await runtime.repos.projects.verifyKey(saved)
+      if (info && !info.revokedAt) adminKey = saved
     }
     const boot = await bootstrapOperator(runtime, {
       keyName: "local admin key",

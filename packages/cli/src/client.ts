@@ -105,6 +105,16 @@ export function createClient(options: HttpOptions) {
     listKeys: async (project: string) =>
       (await get<{ items: ApiKey[] }>(`/v1/projects/${at(project)}/keys`)).items,
 
+    /** `DELETE /v1/projects/{project}/keys/{id}`: the key stops working at once; `self` to revoke the calling key. */
+    revokeKey: async (project: string, id: string, options: { self?: boolean } = {}) =>
+      (
+        await call<ApiKey>({
+          method: "DELETE",
+          path: `/v1/projects/${at(project, "keys", id)}`,
+          ...(options.self ? { query: { self: "true" } } : {}),
+        })
+      ).body,
+
     /** `POST /v1/backends`: register a backend or replace its config. */
     putBackend: async (body: BackendBody, idempotencyKey?: string) => {
       const res = await call<Backend>({ method: "POST", path: "/v1/backends", body, idempotencyKey })

@@ -92,8 +92,17 @@ export function hintFor(error: ApiError, keys: KeySource): string | undefined {
       if (keys.profile)
         return `check the key of profile "${keys.profile}" (swarmplane profile list), or set it with: swarmplane profile set ${keys.profile} --api URL --key KEY`
       return "set a key with: swarmplane profile set NAME --api URL --key KEY, or SWARMPLANE_KEY"
+    case "auth.key_revoked":
+    case "auth.key_expired":
+      return "ask an admin of the project for a new key (swarmplane key create), then: swarmplane profile set NAME --api URL --key KEY"
     case "auth.forbidden":
       return "use a key with that role: an admin creates one with swarmplane key create --role ROLE"
+    case "worker.role_required":
+      return "give the agent a worker key: swarmplane key create --role worker --name agents"
+    case "key.self_revoke":
+      return "add --self to revoke the key you are using, or use another admin key"
+    case "rate_limited":
+      return "too many requests with this key: wait a moment and try again"
     case "idempotency.key_reused":
       return "use a new --idempotency-key for a different request"
     case "idempotency.in_progress":

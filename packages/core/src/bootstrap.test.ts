@@ -36,3 +36,12 @@ test("concurrent bootstraps agree on one project", async () => {
   const results = await Promise.all([bootstrapOperator(rt), bootstrapOperator(rt), bootstrapOperator(rt)])
   expect(results.filter((r) => r.projectCreated)).toHaveLength(1)
 })
+
+test("a given admin key that was revoked is refused with the fix, not reused", async () => {
+  const rt = runtime()
+  const first = await bootstrapOperator(rt, { key: "sp_a-given-admin-key-0001" })
+  await rt.repos.projects.revokeKey("default", first.adminKey!.id, Date.now())
+  await expect(bootstrapOperator(rt, { key: "sp_a-given-admin-key-0001" })).rejects.toThrow(
+    /is revoked \(at .*\): give another, or none to have one made/,
+  )
+})

@@ -33,5 +33,11 @@ export async function bootstrapOperator(
     name: options.keyName ?? "operator admin key",
     ...(options.key ? { key: options.key } : {}),
   })
+  // A given key that exists already comes back as it is: one revoked stays revoked, so say so rather
+  // than start a control plane whose admin key is refused.
+  if (adminKey.revokedAt || adminKey.role !== "admin")
+    throw new Error(
+      `the admin key given (${adminKey.id}) is ${adminKey.revokedAt ? `revoked (at ${adminKey.revokedAt})` : `a "${adminKey.role}" key`}: give another, or none to have one made`,
+    )
   return { projectCreated, adminKey }
 }

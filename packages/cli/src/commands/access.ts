@@ -1,12 +1,15 @@
-/** Access commands: `whoami`, `key create|list`, `project create`. Keys are printed once, never stored here. */
+/**
+ * Access commands: `whoami`, `key create|list|revoke` (also `keys`), `project create`. Keys are printed
+ * once, never stored here.
+ */
 import type { Command } from "commander"
 import { Option } from "commander"
 import type { CreatedKey, Role } from "../client"
 import type { Ctx } from "../context"
-import { client, common, examples, note, out, outputOption, show } from "../kit"
+import { client, common, examples, integer, note, out, outputOption, show } from "../kit"
 import { age, block, table } from "../output"
 
-const Roles: Role[] = ["read", "write", "admin"]
+const Roles: Role[] = ["read", "write", "admin", "worker"]
 
 export function accessCommands(program: Command, ctx: Ctx): void {
   examples(
@@ -31,32 +34,53 @@ export function accessCommands(program: Command, ctx: Ctx): void {
     )
   })
 
-  const key = program.command("key").description("API keys of a project")
+  const key = program.command("key").alias("keys").description("API keys of a project")
   examples(
     key
       .command("create")
       .description("create an API key (admin key); it is shown once")
-      .addOption(new Option("--role <role>", "what the key may do").choices(Roles).makeOptionMandatory())
+      .addOption(
+        new Option("--role <role>", "what the key may do (worker: only what a worker agent needs)")
+          .choices(Roles)
+          .makeOptionMandatory(),
+      )
       .option("--name <name>", "what the key is for, e.g. ci")
       .option("--project <project>", "project of the key (default: your key's)")
+      .addOption(
+        new Option("--expires-in-days <days>", "the key stops working after this many days (1-3650)")
+          .argParser(integer(1, 3650))
+          .conflicts("expiresAt"),
+      )
+      .option("--expires-at <time>", "the key stops working at this ISO-8601 time, e.g. 2027-01-31T00:00:00Z")
       .addOption(outputOption()),
     [
       "swarmplane key create --role read --name dashboard",
-      "CI_KEY=$(swarmplane key create --role write --name ci)",
+      "CI_KEY=$(swarmplane key create --role write --name ci --expires-in-days 90)",
+      "swarmplane key create --role worker --name agents   # for swarmplane-agent (SWARMPLANE_TOKEN)",
     ],
-  ).action(async (o: { role: Role; name?: string; project?: string }, cmd: Command) => {
-    const { format } = common(cmd)
-    const api = await client(ctx, cmd)
-    const project = o.project ?? (await api.me()).project
-    const created = await api.createKey(project, { role: o.role, ...(o.name ? { name: o.name } : {}) })
-    printKey(ctx, format, created, created, `${created.role} key of project "${created.project}"`)
-  })
+  ).action(
+    async (
+      o: { role: Role; name?: string; project?: string; expiresInDays?: number; expiresAt?: string },
+      cmd: Command,
+    ) => {
+      const { format } = common(cmd)
+      const api = await client(ctx, cmd)
+      const project = o.project ?? (await api.me()).project
+      const created = await api.createKey(project, {
+        role: o.role,
+        ...(o.name ? { name: o.name } : {}),
+        ...(o.expiresInDays !== undefined ? { expiresInDays: o.expiresInDays } : {}),
+        ...(o.expiresAt ? { expiresAt: o.expiresAt } : {}),
+      })
+      printKey(ctx, format, created, created, `${created.role} key of project "${created.project}"`)
+    },
+  )
 
   examples(
     key
       .command("list")
       .alias("ls")
-      .description("list a project's keys (never their secrets)")
+      .description("list a project's keys (never their secrets), revoked ones too")
       .option("--project <project>", "project (default: your key's)")
       .addOption(outputOption()),
     ["swarmplane key list"],
@@ -68,9 +92,34 @@ export function accessCommands(program: Command, ctx: Ctx): void {
     show(ctx, format, keys, () =>
       table(
         ctx.out,
-        ["id", "name", "role", "prefix", "age"],
-        keys.map((k) => [k.id, k.name, k.role, k.prefix, age(k.createdAt)]),
+        ["id", "name", "role", "prefix", "age", "expires", "revoked"],
+        keys.map((k) => [k.id, k.name, k.role, k.prefix, age(k.createdAt), k.expiresAt, k.revokedAt]),
       ),
+    )
+  })
+
+  examples(
+    key
+      .command("revoke")
+      .description("revoke an API key (admin key): it stops working at once and stays listed as revoked")
+      .argument("<id>", "the key's id (swarmplane key list), not its secret")
+      .option("--project <project>", "project of the key (default: your key's)")
+      .option("--self", "allow revoking the key this command runs with")
+      .addOption(outputOption()),
+    [
+      "swarmplane key revoke key-01kb2x9q3v0000d4m8n0",
+      "swarmplane key revoke key-01kb2x9q3v0000d4m8n0 -o json",
+    ],
+  ).action(async (id: string, o: { project?: string; self?: boolean }, cmd: Command) => {
+    const { format } = common(cmd)
+    const api = await client(ctx, cmd)
+    const project = o.project ?? (await api.me()).project
+    const revoked = await api.revokeKey(project, id, { self: o.self === true })
+    show(
+      ctx,
+      format,
+      revoked,
+      () => `revoked key ${revoked.id} of project "${revoked.project}" at ${revoked.revokedAt}`,
     )
   })
 

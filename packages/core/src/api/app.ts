@@ -1,7 +1,8 @@
 /**
  * The Hono app factory (DESIGN.md §4). Knows only Web Request/Response: `functions/api.ts` wraps it
  * for Lambda and `functions/local.ts` serves it on node-server. Middleware order matters:
- * body limit → JSON content type → authentication (`/v1/*`) → idempotency (POST) → route validation.
+ * body limit → JSON content type → authentication (`/v1/*`) → rate limit per key → idempotency (POST)
+ * → route validation.
  */
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi"
 import { bodyLimit } from "hono/body-limit"
@@ -17,6 +18,7 @@ import { errorBody, onError } from "./errors"
 import { idempotency } from "./idempotency"
 import { fieldIssues } from "./issues"
 import { jsonResponse } from "./openapi-helpers"
+import { rateLimit } from "./rate-limit"
 import { backendRoutes } from "./routes/backends"
 import { jobLogsRoutes } from "./routes/job-logs"
 import { jobRoutes } from "./routes/jobs"
@@ -35,7 +37,8 @@ const targetPrefix: Record<string, string | undefined> = {
 export function protoKeys(value: unknown, path = "", depth = 0, out: string[] = []): string[] {
   if (depth > 32 || out.length >= 5 || value === null || typeof value !== "object") return out
   for (const [key, child] of Object.entries(value)) {
-    const at = Array.isArray(value) ? `${path}[${key}]` : path ? `${path}.${key}` : key
+    // Dotted, array items too (`attempts.0.env.__proto__`), as the schemas' refusals name them.
+    const at = path ? `${path}.${key}` : key
     if (key === "__proto__") out.push(at)
     else protoKeys(child, at, depth + 1, out)
   }
@@ -97,12 +100,14 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     await next()
   })
   app.use("/v1/*", authenticate(deps))
+  app.use("/v1/*", rateLimit(deps))
   app.use("/v1/*", idempotency(deps))
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", {
     type: "http",
     scheme: "bearer",
-    description: "An API key: `Authorization: Bearer sp_...`.",
+    description:
+      "An API key: `Authorization: Bearer sp_...`. A revoked or expired key gets 401 (`auth.key_revoked`, `auth.key_expired`). Each key may send 50 requests a second, in bursts of up to 100, counted per API instance; past that, 429 `rate_limited` with `Retry-After` (seconds), and nothing is done. A worker's heartbeats, once its credential is accepted, count against a bucket of their own, not the key's.",
   })
 
   app.openapi(

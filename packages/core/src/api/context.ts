@@ -15,7 +15,24 @@ export interface ApiDeps extends ControlDeps {
   version: string
   /** Project whose admin keys may create projects (the one bootstrap makes first). */
   operatorProject: string
+  /**
+   * Requests per key (`DefaultRateLimit` when absent; `false`: none). Counted in this API process: per
+   * instance, so on Lambda per concurrent instance.
+   */
+  rateLimit?: Partial<RateLimitOptions> | false
 }
+
+/** A token bucket per key id (and per worker credential, for heartbeats). */
+export interface RateLimitOptions {
+  /** Sustained requests per second. */
+  perSecond: number
+  /** Requests that may come at once after a quiet spell (the bucket's size). */
+  burst: number
+  /** Buckets kept at most; idle ones go first, so memory stays bounded whatever the number of keys. */
+  maxBuckets: number
+}
+
+export const DefaultRateLimit: RateLimitOptions = { perSecond: 50, burst: 100, maxBuckets: 10_000 }
 
 export interface ApiEnv {
   Variables: {

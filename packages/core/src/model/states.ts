@@ -111,10 +111,22 @@ export const WorkerHealths = ["healthy", "suspect", "dead"] as const
 export const WorkerHealth = z.enum(WorkerHealths)
 export type WorkerHealth = z.infer<typeof WorkerHealth>
 
-/** API key roles, weakest first: each includes the ones before it. */
-export const Roles = ["read", "write", "admin"] as const
+/**
+ * API key roles. `read` ⊂ `write` ⊂ `admin` is one ladder; `worker` stands apart: it may only register
+ * worker agents and report for them, and no user role includes it except `admin` (so an operator can
+ * register a worker by hand).
+ */
+export const Roles = ["read", "write", "admin", "worker"] as const
 export const Role = z.enum(Roles)
 export type Role = z.infer<typeof Role>
+
+/** What each role may do, as the roles it includes (itself among them). */
+export const RoleGrants: Record<Role, readonly Role[]> = {
+  read: ["read"],
+  write: ["read", "write"],
+  admin: ["read", "write", "admin", "worker"],
+  worker: ["worker"],
+}
 
 /** Backend kinds (Iris BackendKind): who places the work. */
 export const BackendKinds = ["worker-daemon", "delegated"] as const

@@ -1,4 +1,8 @@
-/** Projects and API keys. Keys are random, shown once, stored only as an HMAC (peppered) hash. */
+/**
+ * Projects and API keys. Keys are random, shown once, stored only as an HMAC (peppered) hash. A revoked
+ * key keeps its record (with `revokedAt`) so the listing says what existed and when it stopped; whether
+ * a key may still be used (revoked, expired) is the API's decision, from the record.
+ */
 import { createHmac, timingSafeEqual } from "node:crypto"
 import type { ApiKeyInfo, Project } from "../model/project"
 import type { Role } from "../model/states"
@@ -7,7 +11,7 @@ import { iso } from "../util/clock"
 import { ConflictError } from "../util/errors"
 import { newId, randomToken } from "../util/ids"
 import { Keys, ListIndex } from "./keys"
-import { ItemExistsError, queryAll, type StateStore } from "./port"
+import { ItemExistsError, mutate, queryAll, type StateStore } from "./port"
 
 /** Stored form of a key: its public info plus the hash it is found by. */
 interface StoredKey extends ApiKeyInfo {
@@ -43,7 +47,7 @@ export function Projects(store: StateStore, clock: Clock, pepper: string) {
     async createKey(
       project: string,
       role: Role,
-      options: { name?: string; key?: string } = {},
+      options: { name?: string; key?: string; expiresAt?: string } = {},
     ): Promise<ApiKeyInfo & { key: string }> {
       const key = options.key ?? `${KeyPrefix}${randomToken(24)}`
       const digest = hash(key)
@@ -55,6 +59,7 @@ export function Projects(store: StateStore, clock: Clock, pepper: string) {
         createdAt: iso(clock.now()),
         hash: digest,
         ...(options.name ? { name: options.name } : {}),
+        ...(options.expiresAt ? { expiresAt: options.expiresAt } : {}),
       }
       try {
         await store.create({
@@ -75,12 +80,28 @@ export function Projects(store: StateStore, clock: Clock, pepper: string) {
       return { ...rest, key }
     },
 
-    /** The key's record, when the secret matches one. */
+    /** The key's record, when the secret matches one, revoked or expired too: whether it still works is the caller's check. */
     async verifyKey(key: string): Promise<ApiKeyInfo | undefined> {
       const digest = hash(key)
       const found = (await store.get<StoredKey>(Keys.apiKey(digest)))?.data
       if (!found || !timingSafeEqual(Buffer.from(found.hash), Buffer.from(digest))) return undefined
       const { hash: _, ...info } = found
+      return info
+    },
+
+    /**
+     * Mark the key revoked (at `at`); idempotent: a key revoked already keeps its first `revokedAt`.
+     * Undefined when the project has no key with that id.
+     */
+    async revokeKey(project: string, id: string, at: number): Promise<ApiKeyInfo | undefined> {
+      const { items } = await store.queryIndex<StoredKey>("list", ListIndex.keysOf(project), { skPrefix: id })
+      const found = items.find((item) => item.data.id === id && item.data.project === project)
+      if (!found) return undefined
+      const stored = await mutate<StoredKey>(store, { pk: found.pk, sk: found.sk }, (item) =>
+        item.data.revokedAt ? undefined : { ...item, data: { ...item.data, revokedAt: iso(at) } },
+      )
+      if (!stored) return undefined
+      const { hash: _, ...info } = stored.data
       return info
     },
 

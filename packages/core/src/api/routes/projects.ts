@@ -1,4 +1,9 @@
-/** `/v1/me`, `/v1/projects` and `/v1/projects/{project}/keys`. */
+/**
+ * `/v1/me`, `/v1/projects` and `/v1/projects/{project}/keys`: creating (with an optional expiry),
+ * listing and revoking keys. A revoked key stays listed with `revokedAt`, so an admin can see which keys
+ * existed and when each stopped; the secret's hash stays with it, so a revoked key is refused by name
+ * (401 `auth.key_revoked`) rather than as an unknown one.
+ */
 import { createRoute, z } from "@hono/zod-openapi"
 import {
   ApiKeyInfo,
@@ -7,8 +12,10 @@ import {
   CreateKeyRequest,
   CreateProjectRequest,
   CreateProjectResponse,
+  MaxKeyDays,
 } from "../../model/project"
-import { ForbiddenError, NotFoundError } from "../../util/errors"
+import { iso } from "../../util/clock"
+import { ForbiddenError, NotFoundError, ValidationError, VisibleError } from "../../util/errors"
 import { requireRole } from "../auth"
 import type { ApiDeps } from "../context"
 import { type App, errors, idempotencyHeader, jsonBody, jsonResponse, security } from "../openapi-helpers"
@@ -20,6 +27,30 @@ const projectParam = z.object({
     .describe("Project name.")
     .openapi({ param: { name: "project", in: "path" } }),
 })
+
+const keyParams = projectParam.extend({
+  id: z
+    .string()
+    .max(128)
+    .describe("Key id (as listed; not the secret).")
+    .openapi({ param: { name: "id", in: "path" } }),
+})
+
+const dayMs = 86_400_000
+
+/** When a new key expires, from `expiresInDays` or `expiresAt` (checked against the clock); none when neither. */
+function expiryOf(body: { expiresInDays?: number | undefined; expiresAt?: string | undefined }, now: number) {
+  if (body.expiresInDays !== undefined) return iso(now + body.expiresInDays * dayMs)
+  if (body.expiresAt === undefined) return undefined
+  const at = Date.parse(body.expiresAt)
+  if (at <= now)
+    throw new ValidationError([
+      { path: "expiresAt", message: `must be in the future (it is now ${iso(now)}); or use expiresInDays` },
+    ])
+  if (at > now + MaxKeyDays * dayMs)
+    throw new ValidationError([{ path: "expiresAt", message: `must be at most ${MaxKeyDays} days from now` }])
+  return iso(at)
+}
 
 export function projectRoutes(app: App, deps: ApiDeps): void {
   app.openapi(
@@ -90,7 +121,55 @@ export function projectRoutes(app: App, deps: ApiDeps): void {
       const { project } = c.req.valid("param")
       await ownProject(caller, project)
       const body = c.req.valid("json")
-      return c.json(await deps.repos.projects.createKey(project, body.role, { name: body.name }), 201)
+      const expiresAt = expiryOf(body, deps.clock.now())
+      return c.json(
+        await deps.repos.projects.createKey(project, body.role, {
+          ...(body.name ? { name: body.name } : {}),
+          ...(expiresAt ? { expiresAt } : {}),
+        }),
+        201,
+      )
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/v1/projects/{project}/keys/{id}",
+      tags: ["projects"],
+      summary: "Revoke an API key: it stops working at once (401) and stays listed with `revokedAt`",
+      description:
+        "Admin keys of the project, or the operator's. Revoking a key revoked already answers the same. The key you are calling with is revoked only with `?self=true` (otherwise 400 `key.self_revoke`), so a script cannot lock itself out by mistake.",
+      security,
+      request: {
+        params: keyParams,
+        query: z.object({
+          self: z
+            .enum(["true", "false"])
+            .optional()
+            .describe("`true` to revoke the key this request is made with."),
+        }),
+      },
+      responses: {
+        200: jsonResponse(ApiKeyInfo, "The key, revoked."),
+        ...errors(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const caller = c.get("caller")
+      requireRole(caller, "admin")
+      const { project, id } = c.req.valid("param")
+      await ownProject(caller, project)
+      if (id === caller.keyId && c.req.valid("query").self !== "true")
+        throw new VisibleError(
+          "key.self_revoke",
+          `key "${id}" is the key you are calling with: add ?self=true to revoke it anyway (this request is its last), or call with another admin key`,
+          400,
+          [{ path: "query.self", message: "must be true to revoke the calling key" }],
+        )
+      const revoked = await deps.repos.projects.revokeKey(project, id, deps.clock.now())
+      if (!revoked) throw new NotFoundError("key", id)
+      return c.json(revoked, 200)
     },
   )
 
@@ -99,7 +178,7 @@ export function projectRoutes(app: App, deps: ApiDeps): void {
       method: "get",
       path: "/v1/projects/{project}/keys",
       tags: ["projects"],
-      summary: "List API keys (never their secrets)",
+      summary: "List API keys (never their secrets), revoked ones with `revokedAt`",
       security,
       request: { params: projectParam },
       responses: {

@@ -1,6 +1,7 @@
 /** `/v1/workers`: registration and heartbeats of worker agents, and the worker listing. */
 import { createRoute, z } from "@hono/zod-openapi"
 import { heartbeat } from "../../backends/workers/heartbeat"
+import type { Role } from "../../model/states"
 import {
   HeartbeatRequest,
   HeartbeatResponse,
@@ -10,7 +11,7 @@ import {
   WorkerCredentialHeader,
 } from "../../model/worker"
 import { NotFoundError, VisibleError } from "../../util/errors"
-import { requireRole } from "../auth"
+import { roleAllows } from "../auth"
 import type { ApiDeps } from "../context"
 import {
   type App,
@@ -56,6 +57,19 @@ async function actAs(
   }
 }
 
+/**
+ * Only a `worker` key (or an admin key of the project, for an operator by hand) may act as a worker
+ * agent: a user's `write` key that could register would receive other users' task environments.
+ */
+function requireWorkerRole(caller: { role: Role; project: string }): void {
+  if (!roleAllows(caller.role, "worker"))
+    throw new VisibleError(
+      "worker.role_required",
+      `only a key with role "worker" (or "admin") may act as a worker agent; yours is "${caller.role}": create a key with role "worker" via POST /v1/projects/${caller.project}/keys (swarmplane key create --role worker) and give it to the agent`,
+      403,
+    )
+}
+
 export function workerRoutes(app: App, deps: ApiDeps): void {
   app.openapi(
     createRoute({
@@ -63,6 +77,8 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
       path: "/v1/workers/register",
       tags: ["workers"],
       summary: "Register a worker agent with a `workers` backend",
+      description:
+        "Needs a key with role `worker` (or `admin`); any other key gets 403 `worker.role_required`. Answers with the worker's `credential`, shown once.",
       security,
       request: {
         headers: idempotencyHeader,
@@ -72,7 +88,7 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
     }),
     async (c) => {
       const caller = c.get("caller")
-      requireRole(caller, "write")
+      requireWorkerRole(caller)
       const body = c.req.valid("json")
       const backend = await deps.repos.backends.get(caller.project, body.backendId)
       if (backend?.config.type !== "workers")
@@ -115,7 +131,7 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
     }),
     async (c) => {
       const caller = c.get("caller")
-      requireRole(caller, "write")
+      requireWorkerRole(caller)
       const { id } = c.req.valid("param")
       await actAs(deps, caller.project, id, c.req.header(WorkerCredentialHeader))
       const { worker, desired } = await heartbeat(deps, caller.project, id, c.req.valid("json").attempts)
@@ -142,7 +158,7 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
     }),
     async (c) => {
       const caller = c.get("caller")
-      requireRole(caller, "write")
+      requireWorkerRole(caller)
       const { id } = c.req.valid("param")
       await actAs(deps, caller.project, id, c.req.header(WorkerCredentialHeader))
       const worker = await deps.repos.workers.leave(caller.project, id)
