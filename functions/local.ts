@@ -11,7 +11,8 @@
  *   SWARMPLANE_CONFIG_DIR  where the CLI's config lives (default ~/.config/swarmplane)
  *   SWARMPLANE_LOG         debug | info | warn | error (default info)
  *
- * The same list is in docs/configuration.md. Local worker agents start with this environment.
+ * The same list is in docs/configuration.md. Local worker agents get only PATH, HOME, the locale and
+ * a few such variables of this environment (`AgentVariables` in local/provider.ts), never its keys.
  */
 import { homedir } from "node:os"
 import { join, relative, resolve } from "node:path"

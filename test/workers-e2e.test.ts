@@ -3,11 +3,11 @@
  * machine: retries with new attempts, failure budgets, worker loss, cancel, gangs, head-of-line
  * blocking, scheduling timeouts and stale reports.
  */
-import { existsSync, mkdtempSync, readFileSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest"
-import { processAlive } from "../packages/agent/src/process-group"
+import { livingSleeps, sleepMarker } from "../packages/agent/src/testing/wait"
 import { type Plane, startAgent, startPlane, stopAgents, until } from "./support/plane"
 
 let p: Plane
@@ -131,12 +131,9 @@ describe("retries and budgets", () => {
 describe("worker loss", () => {
   test("killing a worker's process requeues its task onto another worker (WORKER_FAILED, preemption budget)", async () => {
     const { id, agents } = await pool([{ cpu: 1 }, { cpu: 1 }])
-    const pidFile = join(scratch, "lost-pids")
-    const jobId = await submit({
-      backendId: id,
-      command: ["sh", "-c", 'echo $$ >> "$PIDS"; exec sleep 300'],
-      env: { PIDS: pidFile },
-    })
+    // Found by its argv: in the task's own pid namespace, its `$$` is not its pid here.
+    const marker = sleepMarker()
+    const jobId = await submit({ backendId: id, command: ["sleep", marker] })
     const running = await until("the task to run", async () => {
       const t = (await job(jobId)).tasks[0]
       return t.state === "RUNNING" && t
@@ -146,12 +143,15 @@ describe("worker loss", () => {
       instanceId: string
     }[]
     const victim = workers.find((w) => w.id === running.attempts[0].workerId)!
-    const first = Number(readFileSync(pidFile, "utf8").trim().split("\n")[0])
-    expect(processAlive(first)).toBe(true)
+    await until("the task's process", async () => livingSleeps(marker).length === 1, 5_000)
     agents.find((a) => a.instanceId === victim.instanceId)!.kill("SIGKILL")
     // The attempt does not outlive its agent: its process is gone within moments, long before the
     // control plane gives up on the worker and runs the task elsewhere (never two copies at once).
-    await until("the killed agent's attempt to end with it", async () => !processAlive(first), 3_000)
+    await until(
+      "the killed agent's attempt to end with it",
+      async () => livingSleeps(marker).length === 0,
+      3_000,
+    )
     const moved = await until(
       "the task to run again on the other worker",
       async () => {
@@ -177,33 +177,15 @@ describe("worker loss", () => {
 describe("cancel", () => {
   test("cancelling a running 2-task job stops both processes and marks the tasks KILLED", async () => {
     const { id } = await pool([{}])
-    const dir = mkdtempSync(join(scratch, "cancel-"))
-    const jobId = await submit({
-      backendId: id,
-      tasks: 2,
-      command: ["sh", "-c", 'echo $$ > "$DIR/pid-$SHARD_ID"; exec sleep 300'],
-      env: { DIR: dir },
-    })
+    const marker = sleepMarker()
+    const jobId = await submit({ backendId: id, tasks: 2, command: ["sleep", marker] })
     await until("both tasks to run", async () => (await job(jobId)).counts.RUNNING === 2)
-    const pids = await until(
-      "both pid files",
-      async () =>
-        [0, 1].every((i) => existsSync(join(dir, `pid-${i}`))) &&
-        [0, 1].map((i) => Number(readFileSync(join(dir, `pid-${i}`), "utf8"))),
-    )
+    await until("both processes", async () => livingSleeps(marker).length === 2)
     expect((await p.call("POST", `/v1/jobs/${jobId}/cancel`)).status).toBe(202)
     const done = await finished(jobId)
     expect(done.status).toBe("CANCELLED")
     expect(done.tasks.map((t: { state: string }) => t.state)).toEqual(["KILLED", "KILLED"])
-    const alive = (pid: number) => {
-      try {
-        process.kill(pid, 0)
-        return true
-      } catch {
-        return false
-      }
-    }
-    await until("both processes to be gone", async () => pids.every((pid) => !alive(pid)), 15_000)
+    await until("both processes to be gone", async () => livingSleeps(marker).length === 0, 15_000)
   })
 })
 

@@ -1,8 +1,11 @@
 /**
  * The `local` scale-group provider: worker agents as child processes of the local control plane.
- * Each gets its instance id, the group's resources and attributes as flags, and the pool's API key in
- * its environment (never on the command line), on top of the environment the plane was given. Output goes to `<data dir>/workers/<instance>.log`.
- * Stopping sends SIGTERM (the agent stops its own children), then SIGKILL after a grace period.
+ * Each gets its instance id, the group's resources and attributes, the paths its tasks must not see
+ * (the plane's data and the CLI's config) and its state folder as flags, and the pool's API key on its
+ * stdin (`--token-file -`): never on its command line or in its environment, where a process of the
+ * same user could read it. Of the plane's environment it gets only `AgentVariables` (no keys, no cloud
+ * credentials). Output goes to `<data dir>/workers/<instance>.log`. Stopping sends SIGTERM (the agent
+ * stops its own children), then SIGKILL after a grace period.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -14,10 +17,14 @@ import type { Logger } from "@swarmplane/core/util/logger"
 export interface LocalProviderOptions {
   /** The agent's launcher (packages/agent/bin/swarmplane-agent.mjs). */
   agentBin: string
-  /** The environment agents start with (PATH, credentials for their tasks); the edge passes its own. */
+  /** The environment agents pick `AgentVariables` from; the edge passes its own. */
   env: Record<string, string | undefined>
   /** Folder for the agents' logs. */
   logDir: string
+  /** Files and folders the agents' tasks must not see (`--hide`): the plane's data, the CLI's config. */
+  hide?: string[]
+  /** The agents' state folder (`--state-dir`), shared: an agent reaps what one that died left running. */
+  stateDir?: string
   logger: Logger
   /** Where agents reach the API and the key they use; known once the API listens. */
   connection: () => { api: string; token: string }
@@ -40,6 +47,34 @@ interface Running {
 }
 
 const groupKey = (t: ScaleTarget) => `${t.project}/${t.backendId}/${t.group.name}`
+
+/**
+ * What an agent takes from the plane's environment: where programs are, who and where it runs, its
+ * locale. Not the plane's own settings (`SWARMPLANE_ADMIN_KEY`), not cloud credentials.
+ */
+export const AgentVariables = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "TZ",
+  "TMPDIR",
+  "TERM",
+  "XDG_STATE_HOME",
+  "LD_LIBRARY_PATH",
+  "CUDA_VISIBLE_DEVICES",
+  "NVIDIA_VISIBLE_DEVICES",
+]
+
+export function agentEnv(env: Record<string, string | undefined>): Record<string, string> {
+  const picked: Record<string, string> = {}
+  for (const [key, value] of Object.entries(env))
+    if (value !== undefined && (AgentVariables.includes(key) || key.startsWith("LC_"))) picked[key] = value
+  return picked
+}
 
 export function LocalProvider(
   options: LocalProviderOptions,
@@ -88,12 +123,18 @@ export function LocalProvider(
           String(group.resources.gpu),
           ...(group.resources.gpuType ? ["--gpu-type", group.resources.gpuType] : []),
           ...Object.entries(group.attributes).flatMap(([k, v]) => ["--attr", `${k}=${v}`]),
+          "--token-file",
+          "-",
+          ...(options.stateDir ? ["--state-dir", options.stateDir] : []),
+          ...(options.hide ?? []).flatMap((path) => ["--hide", path]),
         ]
-        const log = createWriteStream(join(options.logDir, `${id}.log`), { flags: "a" })
+        const log = createWriteStream(join(options.logDir, `${id}.log`), { flags: "a", mode: 0o600 })
         const child = spawn(process.execPath, args, {
-          env: { ...options.env, SWARMPLANE_TOKEN: token },
-          stdio: ["ignore", "pipe", "pipe"],
+          env: agentEnv(options.env),
+          stdio: ["pipe", "pipe", "pipe"],
         })
+        child.stdin?.on("error", () => undefined)
+        child.stdin?.end(`${token}\n`)
         child.stdout?.pipe(log)
         child.stderr?.pipe(log)
         const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>

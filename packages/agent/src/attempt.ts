@@ -1,9 +1,10 @@
 /**
  * One attempt on this worker, as the heartbeat loop sees it: something it can start, update from the
- * desired set, stop, and observe. Tasks and replicas are processes (this module); routers run inside
- * the agent (`router-attempt.ts`).
+ * desired set, stop, and observe. Tasks and replicas are processes (this module); routers are router
+ * processes the agent supervises behind a port it holds (`router-attempt.ts`).
  */
-import { readFileSync, rmSync } from "node:fs"
+import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import {
@@ -12,10 +13,13 @@ import {
   type ObservedAttempt,
   progressCounters,
 } from "@swarmplane/core/contract/worker"
+import type { GroupRecords } from "./group-records"
 import type { Logger } from "./logger"
 import { freePort, httpUrl } from "./net"
 import { type ProcessOutcome, ProcessRun } from "./process-runner"
 import { HealthWatch, type HealthWatchOptions } from "./replica-health"
+import type { Sandbox } from "./sandbox"
+import type { TaskUser } from "./task-user"
 
 /** Bounds of the report fields (`ObservedAttempt` in the control plane's model). */
 export const ReportLimits = { message: 4096, logTail: 32 * 1024 } as const
@@ -31,6 +35,24 @@ export interface AttemptContext {
   stopGraceMs: number
   /** Overrides of the readiness probing of replicas (timeouts, periods). */
   health?: Partial<Omit<HealthWatchOptions, "url">>
+  /** How task and replica processes are set up (default: `TaskSetup`'s defaults). */
+  tasks?: TaskSetup
+}
+
+/** How the agent runs task and replica processes. */
+export interface TaskSetup {
+  /** Namespaces with hidden paths, or none (default: none, only the gate). */
+  sandbox?: Sandbox
+  /** Where each group is recorded before it runs, for a restarted agent to reap (default: nowhere). */
+  records?: GroupRecords
+  /** The folder each attempt gets a fresh working folder in (default: the OS temporary folder). */
+  workRoot?: string
+  /** Keep each attempt's working folder once it ended (default: removed). */
+  keepWorkDirs?: boolean
+  /** The agent's variables passed on besides `PassedVariables`. */
+  passEnv?: readonly string[]
+  /** Run attempts as this user (`--task-user`; the agent is root). */
+  user?: TaskUser
 }
 
 /**
@@ -75,6 +97,8 @@ export class ProcessAttempt implements Attempt {
   private sentProgress = ""
   /** Where the attempt may write its progress (`SWARMPLANE_PROGRESS_FILE`); removed when it is forgotten. */
   private readonly progressFile: string
+  /** Its fresh working folder; removed once it ended (unless the agent keeps them). */
+  private workDir: string | undefined
   private markEnded!: () => void
   private readonly ended = new Promise<void>((resolve) => {
     this.markEnded = resolve
@@ -109,6 +133,18 @@ export class ProcessAttempt implements Attempt {
     if (this.stopRequested) return this.end({ state: "KILLED", message: "stopped before it started" })
     if (this.isReplica && this.port === undefined)
       return this.end({ state: "FAILED", message: "no free port for the replica" })
+    const tasks = this.ctx.tasks ?? {}
+    const root = tasks.workRoot ?? tmpdir()
+    try {
+      this.workDir = mkdtempSync(join(root, `swarmplane-${fileSafe(d.attemptUid)}-`))
+      if (tasks.user) chownSync(this.workDir, tasks.user.uid, tasks.user.gid)
+    } catch (error) {
+      return this.end({
+        state: "FAILED",
+        message: `no working folder in ${root}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+      })
+    }
+    const records = tasks.records
     const run = new ProcessRun({
       attemptUid: d.attemptUid,
       argv: d.command,
@@ -116,6 +152,11 @@ export class ProcessAttempt implements Attempt {
       defaults: this.isReplica ? { HOST: this.ctx.bindHost } : undefined,
       port: this.port,
       ...(this.isReplica ? {} : { progressFile: this.progressFile }),
+      cwd: this.workDir,
+      sandbox: tasks.sandbox,
+      passEnv: tasks.passEnv,
+      user: tasks.user,
+      ...(records ? { track: (pgid: number) => records.track(pgid, d.attemptUid) } : {}),
     })
     this.run = run
     this.ctx.log.info(
@@ -148,6 +189,13 @@ export class ProcessAttempt implements Attempt {
     if (this.outcome) return
     this.outcome = outcome
     this.markEnded()
+    const dir = this.workDir
+    if (dir && !this.ctx.tasks?.keepWorkDirs)
+      void rm(dir, { recursive: true, force: true, maxRetries: 2 }).catch((error: unknown) =>
+        this.ctx.log.warn(
+          `attempt ${this.uid}: could not remove its working folder ${dir}: ${String(error)}`,
+        ),
+      )
     const code = outcome.exitCode === undefined ? "" : ` (exit ${outcome.exitCode})`
     this.ctx.log.info(
       `attempt ${this.uid}: ${outcome.state}${code}${outcome.message ? `: ${outcome.message}` : ""}`,

@@ -1,4 +1,5 @@
-import { availableParallelism, hostname } from "node:os"
+import { availableParallelism, hostname, tmpdir } from "node:os"
+import { resolve } from "node:path"
 import { describe, expect, it } from "vitest"
 import { parseEchoServer, parseRouter, parseWorker, UsageError } from "./cli"
 
@@ -62,6 +63,44 @@ describe("worker flags", () => {
     expect(parseWorker(["--help"], {})).toBe("help")
   })
 
+  it("sets up tasks: isolation auto, the state folder under XDG_STATE_HOME, working folders in the temp folder", () => {
+    const config = parseWorker(minimal, { ...env, XDG_STATE_HOME: "/var/state" })
+    if (config === "help") throw new Error("unexpected help")
+    expect(config).toMatchObject({
+      tokenFrom: "environment",
+      isolation: "auto",
+      hide: [],
+      stateDir: "/var/state/swarmplane-agent",
+      workRoot: tmpdir(),
+      keepWorkDirs: false,
+      passEnv: [],
+    })
+  })
+
+  it("takes the token from --token-file instead of the environment, and every task option", () => {
+    const config = parseWorker(
+      [
+        ...minimal,
+        ...["--token-file", "-", "--isolation", "namespaces", "--hide", "/srv/plane", "--hide", "rel/dir"],
+        ...["--state-dir", "/var/lib/agent", "--work-dir", "/scratch", "--keep-work-dirs"],
+        ...["--pass-env", "HF_HOME", "--pass-env", "NCCL_*"],
+      ],
+      env,
+    )
+    if (config === "help") throw new Error("unexpected help")
+    expect(config.token).toBeUndefined()
+    expect(config).toMatchObject({
+      tokenFile: "-",
+      tokenFrom: "file",
+      isolation: "namespaces",
+      hide: ["/srv/plane", resolve("rel/dir")],
+      stateDir: "/var/lib/agent",
+      workRoot: "/scratch",
+      keepWorkDirs: true,
+      passEnv: ["HF_HOME", "NCCL_*"],
+    })
+  })
+
   const errors: Record<string, { args: string[]; env?: Record<string, string>; says: string }> = {
     "no --api": { args: ["--backend", "b"], says: "--api is required" },
     "a bad --api": { args: ["--api", "nope", "--backend", "b"], says: '--api: "nope" is not a URL' },
@@ -78,6 +117,26 @@ describe("worker flags", () => {
     "a bad attribute": {
       args: [...minimal, "--attr", "novalue"],
       says: '--attr: "novalue" must be key=value',
+    },
+    "both --token and --token-file": {
+      args: [...minimal, "--token", "sk-x", "--token-file", "/run/token"],
+      says: "--token and --token-file: give one of them",
+    },
+    "an unknown --isolation": {
+      args: [...minimal, "--isolation", "chroot"],
+      says: '--isolation: "chroot" must be one of auto, namespaces, none',
+    },
+    "passing the agent's own variables": {
+      args: [...minimal, "--pass-env", "SWARMPLANE_*"],
+      says: '--pass-env: "SWARMPLANE_*" would pass the agent\'s own SWARMPLANE_ variables',
+    },
+    "passing a prefix of them": {
+      args: [...minimal, "--pass-env", "SW*"],
+      says: "would pass the agent's own SWARMPLANE_ variables",
+    },
+    "passing everything": {
+      args: [...minimal, "--pass-env", "*"],
+      says: '--pass-env: "*" must be a variable name',
     },
   }
   for (const [name, tc] of Object.entries(errors))

@@ -2,20 +2,40 @@
  * Command-line parsing of `swarmplane-agent`: flags to options, with one-line errors that name the
  * flag and the fix (a `UsageError`, exit code 2). Pure apart from the machine defaults it reads.
  */
-import { availableParallelism, hostname, totalmem } from "node:os"
+import { availableParallelism, homedir, hostname, tmpdir, totalmem } from "node:os"
+import { join, resolve } from "node:path"
 import { type ParseArgsConfig, parseArgs } from "node:util"
 import type { RegisterBody } from "./api-client"
 import { isLoopback } from "./net"
 import { TokenVariable } from "./process-runner"
+import { type IsolationMode, IsolationModes } from "./sandbox"
 import type { UpstreamSource } from "./upstream-files"
 
 export class UsageError extends Error {}
 
 export interface WorkerConfig {
   api: string
-  token: string
+  /** The token, when given by `--token` or the environment; else it is read from `tokenFile`. */
+  token?: string
+  /** `--token-file`: a file holding the token, or `-` for stdin. */
+  tokenFile?: string
+  /** Where the token came from. */
+  tokenFrom: "flag" | "environment" | "file"
   registration: RegisterBody
   advertiseHost: string
+  /** What tasks run in: `--isolation`. */
+  isolation: IsolationMode
+  /** Absolute paths tasks must not see: `--hide`. */
+  hide: string[]
+  /** The agent's own folder (records of its process groups): `--state-dir`. */
+  stateDir: string
+  /** Where each attempt gets its fresh working folder: `--work-dir`. */
+  workRoot: string
+  keepWorkDirs: boolean
+  /** Further variables of the agent's environment tasks get: `--pass-env`. */
+  passEnv: string[]
+  /** The user tasks run as, when the agent is root: `--task-user`. */
+  taskUser?: string
 }
 
 export interface ServerConfig {
@@ -95,7 +115,15 @@ export function parseWorker(args: string[], env: NodeJS.ProcessEnv): WorkerConfi
     attr: { type: "string", multiple: true },
     "advertise-host": { type: "string" },
     token: { type: "string" },
+    "token-file": { type: "string" },
     "allow-http": { type: "boolean" },
+    isolation: { type: "string" },
+    hide: { type: "string", multiple: true },
+    "state-dir": { type: "string" },
+    "work-dir": { type: "string" },
+    "keep-work-dirs": { type: "boolean" },
+    "pass-env": { type: "string", multiple: true },
+    "task-user": { type: "string" },
   })
   if (!v) return "help"
   const api = required(v.api, "--api", "the control plane's URL, e.g. --api https://api.example.com")
@@ -115,11 +143,18 @@ export function parseWorker(args: string[], env: NodeJS.ProcessEnv): WorkerConfi
     throw new UsageError(
       `--api: http:// to ${url.hostname} would send the token in clear text; use https://, or add --allow-http on a trusted network`,
     )
-  const token = str(v.token) ?? env[TokenVariable]
-  if (!token)
+  const tokenFile = str(v["token-file"])
+  if (tokenFile && str(v.token))
+    throw new UsageError("--token and --token-file: give one of them (--token-file keeps it out of ps)")
+  const token = tokenFile ? undefined : (str(v.token) ?? env[TokenVariable])
+  if (!token && !tokenFile)
     throw new UsageError(
-      `no token: set ${TokenVariable} in the environment (preferred, kept out of ps) or pass --token`,
+      `no token: pass --token-file FILE (a file only this user can read, or - for stdin) or set ${TokenVariable}`,
     )
+  const tokenFrom = tokenFile ? "file" : str(v.token) ? "flag" : "environment"
+  const isolation = str(v.isolation) ?? "auto"
+  if (!(IsolationModes as readonly string[]).includes(isolation))
+    throw new UsageError(`--isolation: "${isolation}" must be one of ${IsolationModes.join(", ")}`)
   const backendId = required(
     v.backend,
     "--backend",
@@ -143,7 +178,43 @@ export function parseWorker(args: string[], env: NodeJS.ProcessEnv): WorkerConfi
   const advertiseHost = str(v["advertise-host"]) ?? "127.0.0.1"
   // The worker has no port of its own (each replica and router has one); the host says where it is.
   registration.address = advertiseHost
-  return { api, token, registration, advertiseHost }
+  const stateHome = env.XDG_STATE_HOME || join(homedir(), ".local", "state")
+  return {
+    api,
+    ...(token ? { token } : {}),
+    ...(tokenFile ? { tokenFile: tokenFile === "-" ? "-" : resolve(tokenFile) } : {}),
+    tokenFrom,
+    registration,
+    advertiseHost,
+    isolation: isolation as IsolationMode,
+    hide: strings(v.hide).map((p) => resolve(p)),
+    stateDir: resolve(str(v["state-dir"]) ?? join(stateHome, "swarmplane-agent")),
+    workRoot: resolve(str(v["work-dir"]) ?? tmpdir()),
+    keepWorkDirs: v["keep-work-dirs"] === true,
+    passEnv: strings(v["pass-env"]).map(passedVariable),
+    ...(str(v["task-user"]) ? { taskUser: str(v["task-user"]) } : {}),
+  }
+}
+
+/** `--pass-env NAME` or `--pass-env PREFIX_*`: never everything, never the agent's own variables. */
+function passedVariable(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*\*?$/.test(name))
+    throw new UsageError(
+      `--pass-env: "${name}" must be a variable name, or a prefix ending in *, e.g. --pass-env HF_HOME or --pass-env NCCL_*`,
+    )
+  const prefix = name.endsWith("*") ? name.slice(0, -1).toUpperCase() : undefined
+  if (
+    name.toUpperCase().startsWith("SWARMPLANE_") ||
+    (prefix !== undefined && "SWARMPLANE_".startsWith(prefix))
+  )
+    throw new UsageError(
+      `--pass-env: "${name}" would pass the agent's own SWARMPLANE_ variables (its token); name the variables tasks need`,
+    )
+  return name
+}
+
+function strings(values: unknown): string[] {
+  return (Array.isArray(values) ? values : []).map(String).filter((s) => s !== "")
 }
 
 export function parseEchoServer(args: string[], env: NodeJS.ProcessEnv): EchoServerConfig | "help" {

@@ -1,12 +1,14 @@
 /** The real `swarmplane-agent` bin, run as a child process. */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { once } from "node:events"
+import { readFileSync } from "node:fs"
 import { mkdtemp, rename, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 import { createEchoServer } from "./echo-server"
+import { commandLine, livingProcesses, processStat } from "./process-group"
 import { type FakeControlPlane, startFakeControlPlane } from "./testing/fake-control-plane"
 import { livingSleeps, sleepMarker, waitFor } from "./testing/wait"
 
@@ -21,13 +23,23 @@ afterEach(async () => {
   cp = undefined
 })
 
-function agent(args: string[], env: Record<string, string> = {}): ChildProcess {
+function agent(args: string[], env: Record<string, string> = {}, stdin?: string): ChildProcess {
   const child = spawn(process.execPath, [bin, ...args], {
     env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   })
+  if (stdin !== undefined) child.stdin?.end(stdin)
   children.push(child)
   return child
+}
+
+/** Everything the child writes on stderr, as it comes. */
+function stderrOf(child: ChildProcess): () => string {
+  let text = ""
+  child.stderr?.on("data", (chunk: Buffer) => {
+    text += chunk.toString()
+  })
+  return () => text
 }
 
 /** Resolve with the first line of stdout that starts with `listening on`, as the URL it names. */
@@ -128,9 +140,11 @@ describe("swarmplane-agent bin", () => {
         healthPath: "/health",
       },
     ])
-    const child = agent(["worker", "--api", fake.url, "--backend", "local-workers", "--name", "bin-test"], {
-      SWARMPLANE_TOKEN: fake.token,
-    })
+    const state = await mkdtemp(join(tmpdir(), "agent-state-"))
+    const child = agent(
+      ["worker", "--api", fake.url, "--backend", "local-workers", "--name", "bin-test", "--state-dir", state],
+      { SWARMPLANE_TOKEN: fake.token },
+    )
     let stderr = ""
     child.stderr?.on("data", (chunk: Buffer) => {
       stderr += chunk.toString()
@@ -150,5 +164,68 @@ describe("swarmplane-agent bin", () => {
     await expect(fetch(`${ready.endpoint}/health`)).rejects.toThrow()
     expect(stderr).toContain("SIGTERM")
     expect(fake.violations).toEqual([])
+  })
+
+  it("takes its token on stdin: in neither its command line nor its environment; says its isolation", async () => {
+    const fake = await startFakeControlPlane({ token: `sp-token-${Math.random().toString(36).slice(2)}` })
+    cp = fake
+    const state = await mkdtemp(join(tmpdir(), "agent-state-"))
+    const child = agent(
+      ["worker", "--api", fake.url, "--backend", "b", "--token-file", "-", "--state-dir", state],
+      {},
+      `${fake.token}\n`,
+    )
+    const stderr = stderrOf(child)
+    await fake.waitForHeartbeat(() => true)
+    const pid = child.pid ?? 0
+    expect(commandLine(pid)).not.toContain(fake.token)
+    expect(readFileSync(`/proc/${pid}/environ`, "utf8")).not.toContain(fake.token)
+    const body = fake.registrations[0]?.body as { attributes: Record<string, string> } | undefined
+    const isolation = body?.attributes.isolation
+    expect(["namespaces", "none"]).toContain(isolation)
+    expect(stderr()).toMatch(
+      isolation === "namespaces"
+        ? new RegExp(`tasks run in a private mount\\+pid namespace; hidden: ${state}`)
+        : /no namespace isolation available \(.+\): tasks run as \S+ with your files/,
+    )
+    expect(fake.violations).toEqual([])
+  })
+
+  it("a restarted agent reaps the task its predecessor left running when the watcher died with it", async () => {
+    const fake = await startFakeControlPlane()
+    cp = fake
+    const state = await mkdtemp(join(tmpdir(), "agent-state-"))
+    const marker = sleepMarker()
+    fake.setDesired([
+      {
+        attemptUid: "t-left",
+        action: "run",
+        kind: "task",
+        jobId: "j",
+        taskIndex: 0,
+        command: ["sh", "-c", `sleep ${marker} & sleep ${marker}`],
+      },
+    ])
+    const args = ["worker", "--api", fake.url, "--backend", "b", "--state-dir", state]
+    const first = agent(args, { SWARMPLANE_TOKEN: fake.token })
+    await waitFor("the task's sleeps", () => livingSleeps(marker).length === 2)
+    const pgid = processStat(livingSleeps(marker)[0] ?? 0)?.pgrp
+    // The agent and the task's watcher die together (kill -9 of both, an OOM kill of the lot).
+    const watchers = livingProcesses((s) => commandLine(s.pid).endsWith(`swarmplane-watch ${pgid}`))
+    expect(watchers).toHaveLength(1)
+    for (const w of watchers) process.kill(w.pid, "SIGKILL")
+    const exited = once(first, "exit")
+    first.kill("SIGKILL")
+    await exited
+    // Nothing else would ever stop it.
+    expect(livingSleeps(marker)).toHaveLength(2)
+
+    fake.setDesired([])
+    const second = agent(args, { SWARMPLANE_TOKEN: fake.token })
+    const stderr = stderrOf(second)
+    await waitFor("the leftover to be reaped", () => livingSleeps(marker).length === 0, { timeoutMs: 15_000 })
+    await waitFor("the agent to say so", () =>
+      stderr().includes(`reaped the leftover process group ${pgid} of attempt t-left`),
+    )
   })
 })

@@ -6,12 +6,17 @@
 import { readFileSync } from "node:fs"
 import { controlPlane } from "./api-client"
 import { runBatchCommand } from "./batch/command"
-import { parseEchoServer, parseRouter, parseWorker, ReloadMs, UsageError } from "./cli"
+import { parseEchoServer, parseRouter, parseWorker, ReloadMs, UsageError, type WorkerConfig } from "./cli"
 import { createEchoServer } from "./echo-server"
-import { stderrLogger } from "./logger"
+import { GroupRecords } from "./group-records"
+import { type Logger, stderrLogger } from "./logger"
 import { httpUrl } from "./net"
-import { TokenVariable } from "./process-runner"
+import { agentBin, PassedVariables, TokenVariable } from "./process-runner"
 import { createRouter } from "./router"
+import { RouterProcessCommand, runRouterProcess } from "./router-attempt"
+import { detectSandbox, hiddenPathIssue, type Sandbox } from "./sandbox"
+import { lookUpUser, type TaskUser } from "./task-user"
+import { readToken } from "./token-file"
 import { type UpstreamSource, watchUpstreamFiles } from "./upstream-files"
 import { FatalError, WorkerAgent } from "./worker"
 
@@ -39,13 +44,29 @@ Options:
   --gpu-type T          GPU model, e.g. h100
   --attr k=v            an attribute to advertise; repeatable
   --advertise-host H    host in the endpoints this worker reports (default 127.0.0.1)
-  --token T             API token; prefer the ${TokenVariable} environment variable (not shown in ps)
+  --token-file F        file holding the API token, only this user may read it; - reads stdin
+  --token T             API token (shown in ps; ${TokenVariable} in the environment also works)
   --allow-http          allow http:// to a host other than this machine
 
+Tasks:
+  --isolation M         auto (default): private mount+pid namespaces when they work here;
+                        namespaces: refuse to start without them; none: tasks run as this user
+  --hide PATH           a file or folder tasks see empty (in namespaces); repeatable; the
+                        state folder and a token file are always hidden
+  --state-dir D         the agent's own folder (default $XDG_STATE_HOME/swarmplane-agent)
+  --work-dir D          where each attempt gets a fresh working folder (default the OS temp folder)
+  --keep-work-dirs      keep each attempt's working folder after it ended
+  --pass-env NAME       a variable of the agent's environment tasks get too (NAME or PREFIX_*);
+                        repeatable; tasks always get ${PassedVariables.join(" ")}
+  --task-user U         run tasks as user U (an agent running as root only)
+
+Tasks get their job's env and those variables, never the agent's token. The worker attribute
+\`isolation\` (namespaces or none) says which isolation its tasks have.
+
 Examples:
-  ${TokenVariable}=sk-... swarmplane-agent worker --api http://127.0.0.1:8787 --backend local-workers
-  ${TokenVariable}=sk-... swarmplane-agent worker --api https://api.example.com --backend gpu-pool \\
-    --gpu 8 --gpu-type h100 --attr zone=a --advertise-host 10.0.0.12
+  swarmplane-agent worker --api http://127.0.0.1:8787 --backend local-workers --token-file ~/.sp-token
+  swarmplane-agent worker --api https://api.example.com --backend gpu-pool --token-file - \\
+    --gpu 8 --gpu-type h100 --attr zone=a --advertise-host 10.0.0.12 < token
 `
 
 const echoHelp = `swarmplane-agent echo-server: an OpenAI-compatible server that echoes the last user message
@@ -93,6 +114,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         return await runEchoServer(args, env)
       case "router":
         return await runRouter(args, env)
+      case RouterProcessCommand:
+        return await runRouterProcess()
       case "run-batch":
         return await runBatchCommand(args, env)
       case undefined:
@@ -122,11 +145,31 @@ async function runWorker(args: string[], env: NodeJS.ProcessEnv): Promise<number
   const config = parseWorker(args, env)
   if (config === "help") return help(workerHelp)
   const log = stderrLogger()
+  const token = config.token ?? (await readToken(config.tokenFile ?? "-"))
+  // Nothing the agent starts needs it; tasks never get it (see attemptEnv).
+  delete process.env[TokenVariable]
+  const { sandbox, records, user } = setUpTasks(config, log)
+  if (sandbox.isolation === "none" && config.tokenFrom !== "file")
+    log.warn(
+      `the token is in this agent's ${config.tokenFrom === "flag" ? "command line" : "environment"}, which its tasks can read here; prefer --token-file`,
+    )
   const agent = new WorkerAgent({
-    api: controlPlane({ api: config.api, token: config.token }),
-    registration: { ...config.registration, agentVersion: agentVersion() },
+    api: controlPlane({ api: config.api, token }),
+    registration: {
+      ...config.registration,
+      attributes: { ...config.registration.attributes, isolation: sandbox.isolation },
+      agentVersion: agentVersion(),
+    },
     advertiseHost: config.advertiseHost,
     log,
+    tasks: {
+      sandbox,
+      records,
+      workRoot: config.workRoot,
+      keepWorkDirs: config.keepWorkDirs,
+      passEnv: config.passEnv,
+      ...(user ? { user } : {}),
+    },
   })
   // Attempts run in their own process groups, so nothing else stops them if the agent dies.
   process.once("exit", () => agent.killAllNow())
@@ -150,6 +193,64 @@ async function runWorker(args: string[], env: NodeJS.ProcessEnv): Promise<number
     if (error instanceof FatalError) throw error
     throw new Error(`worker loop failed: ${error instanceof Error ? error.message : String(error)}`)
   }
+}
+
+/**
+ * Before the first attempt: 1. check the hidden paths, 2. open the state folder and kill what agents
+ * that are gone left running there, 3. find the isolation that works here and say which.
+ */
+function setUpTasks(
+  config: WorkerConfig,
+  log: Logger,
+): { sandbox: Sandbox; records: GroupRecords; user?: TaskUser } {
+  const user = config.taskUser === undefined ? undefined : taskUser(config.taskUser)
+  const needed = {
+    "the attempts' working folders": config.workRoot,
+    "this Node.js": process.execPath,
+    "this agent": agentBin,
+  }
+  const tokenFile = config.tokenFile && config.tokenFile !== "-" ? [config.tokenFile] : []
+  const checks: [string, string][] = [
+    ...config.hide.map((p): [string, string] => [p, "--hide"]),
+    [config.stateDir, "--state-dir"],
+  ]
+  for (const [path, flag] of checks) {
+    const issue = hiddenPathIssue(path, needed, flag)
+    if (issue) throw new UsageError(issue)
+  }
+  let records: GroupRecords
+  try {
+    records = new GroupRecords(config.stateDir)
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error))
+  }
+  for (const { record, processes } of records.reap())
+    log.warn(
+      `reaped the leftover process group ${record.pgid} of attempt ${record.attemptUid} (${processes} process${processes === 1 ? "" : "es"}): its agent (pid ${record.agentPid}) is gone`,
+    )
+  const sandbox = detectSandbox({
+    mode: config.isolation,
+    hide: outermost([...config.hide, config.stateDir, ...tokenFile]),
+    ...(user ? { user } : {}),
+  })
+  log.info(sandbox.summary)
+  return { sandbox, records, ...(user ? { user } : {}) }
+}
+
+function taskUser(spec: string): TaskUser {
+  if (process.getuid?.() !== 0)
+    throw new UsageError(
+      `--task-user: only an agent running as root can run tasks as another user; drop --task-user, or start the agent as root`,
+    )
+  const user = lookUpUser(spec)
+  if (typeof user === "string") throw new UsageError(user)
+  return user
+}
+
+/** The paths not inside another of them (hiding a folder hides what is in it). */
+function outermost(paths: string[]): string[] {
+  const unique = [...new Set(paths)]
+  return unique.filter((p) => !unique.some((q) => q !== p && p.startsWith(q.endsWith("/") ? q : `${q}/`)))
 }
 
 async function runEchoServer(args: string[], env: NodeJS.ProcessEnv): Promise<number> {

@@ -43,6 +43,8 @@ export interface ProcStat {
   state: string
   ppid: number
   pgrp: number
+  /** When the process started, in clock ticks since boot: with the pid, it names one process for good. */
+  startTime: number
 }
 
 /** Living processes on this machine that match (Linux only; empty elsewhere). */
@@ -67,9 +69,38 @@ function readStat(pid: number): ProcStat | undefined {
     const raw = readFileSync(`/proc/${pid}/stat`, "utf8")
     // The command name is in parentheses and may itself contain spaces or parentheses.
     const fields = raw.slice(raw.lastIndexOf(")") + 2).split(" ")
-    return { pid, state: fields[0] ?? "?", ppid: Number(fields[1]), pgrp: Number(fields[2]) }
+    return {
+      pid,
+      state: fields[0] ?? "?",
+      ppid: Number(fields[1]),
+      pgrp: Number(fields[2]),
+      startTime: Number(fields[19]),
+    }
   } catch {
     return undefined
+  }
+}
+
+/** One process's stat (Linux), living or a zombie; undefined when it is gone or unreadable. */
+export function processStat(pid: number): ProcStat | undefined {
+  return readStat(pid)
+}
+
+/** This boot's id (Linux): pids and start times of another boot name other processes. */
+export function bootId(): string {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
+  } catch {
+    return ""
+  }
+}
+
+/** Whether a process's environment holds `NAME=value` (Linux; false when unreadable). */
+export function environHas(pid: number, entry: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(entry)
+  } catch {
+    return false
   }
 }
 

@@ -1,5 +1,9 @@
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { LogRing } from "./log-ring"
+import { groupAlive } from "./process-group"
 import { attemptEnv, ProcessRun, resolveArgv } from "./process-runner"
 import { livingSleeps, sleepMarker, waitFor } from "./testing/wait"
 
@@ -44,8 +48,17 @@ describe("process runner", () => {
     expect(p.logs.text()).toContain("could not start")
   })
 
-  it("runs with the attempt's env, ATTEMPT_UID and PORT, and never the agent's token", async () => {
-    const base = { PATH: process.env.PATH, SWARMPLANE_TOKEN: "secret", KEEP: "yes", HOST: "base" }
+  it("runs with the attempt's env, ATTEMPT_UID, PORT and a few harmless variables of the agent, nothing else", async () => {
+    const base = {
+      PATH: process.env.PATH,
+      HOME: "/home/agent",
+      LC_ALL: "C",
+      SWARMPLANE_TOKEN: "secret-token",
+      SWARMPLANE_ADMIN_KEY: "secret-admin",
+      AWS_SECRET_ACCESS_KEY: "secret-aws",
+      KEEP: "not passed",
+      HOST: "base",
+    }
     const p = new ProcessRun(
       {
         attemptUid: "att-env",
@@ -57,11 +70,84 @@ describe("process runner", () => {
       base,
     )
     expect((await p.done).state).toBe("SUCCEEDED")
-    const lines = p.logs.text().split("\n")
-    expect(lines).toEqual(
-      expect.arrayContaining(["ATTEMPT_UID=att-env", "PORT=4321", "MINE=1", "KEEP=yes", "HOST=0.0.0.0"]),
+    // What the shell sets itself aside.
+    const names = p.logs
+      .text()
+      .split("\n")
+      .filter((l) => l.includes("=") && !/^(PWD|OLDPWD|SHLVL|_)=/.test(l))
+    expect(names.sort()).toEqual(
+      [
+        "ATTEMPT_UID=att-env",
+        "HOME=/home/agent",
+        "HOST=0.0.0.0",
+        "LC_ALL=C",
+        "MINE=1",
+        `PATH=${process.env.PATH}`,
+        "PORT=4321",
+      ].sort(),
     )
-    expect(lines.some((l) => l.startsWith("SWARMPLANE_TOKEN="))).toBe(false)
+    expect(p.logs.text()).not.toContain("secret")
+  })
+
+  it("passes the agent's variables named by passEnv (NAME or PREFIX_*), never its token", () => {
+    const env = attemptEnv(
+      { HF_HOME: "/models", NCCL_DEBUG: "INFO", NCCL_IB: "1", OTHER: "x", SWARMPLANE_TOKEN: "t" },
+      { attemptUid: "a", argv: ["x"], passEnv: ["HF_HOME", "NCCL_*", "SWARMPLANE_TOKEN"] },
+    )
+    expect(env).toEqual({ HF_HOME: "/models", NCCL_DEBUG: "INFO", NCCL_IB: "1", ATTEMPT_UID: "a" })
+  })
+
+  it("records the process group before the command runs, and forgets it once the group is gone", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sp-gate-"))
+    const ran = join(dir, "ran")
+    let ranWhenTracked: boolean | undefined
+    let forgotten = false
+    const p = new ProcessRun({
+      attemptUid: "att-gate",
+      argv: ["sh", "-c", `touch ${ran}`],
+      track: (pgid) => {
+        ranWhenTracked = existsSync(ran)
+        expect(groupAlive(pgid)).toBe(true)
+        return () => {
+          forgotten = true
+        }
+      },
+    })
+    runs.push(p)
+    expect(await p.done).toMatchObject({ state: "SUCCEEDED" })
+    expect(ranWhenTracked).toBe(false)
+    expect(existsSync(ran)).toBe(true)
+    await waitFor("the record to be forgotten", () => forgotten)
+  })
+
+  it("never runs a command whose group could not be recorded: FAILED 125, saying why", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sp-gate-"))
+    const ran = join(dir, "ran")
+    const p = new ProcessRun({
+      attemptUid: "att-norecord",
+      argv: ["sh", "-c", `touch ${ran}`],
+      track: () => {
+        throw new Error("disk full")
+      },
+    })
+    runs.push(p)
+    const outcome = await p.done
+    expect(outcome).toMatchObject({ state: "FAILED", exitCode: 125 })
+    expect(outcome.message).toContain("could not record the attempt's process group: disk full")
+    expect(existsSync(ran)).toBe(false)
+  })
+
+  it("runs a relative program from the attempt's working folder, and says when one is not executable", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sp-cwd-"))
+    writeFileSync(join(dir, "run.sh"), "#!/bin/sh\npwd\n", { mode: 0o755 })
+    writeFileSync(join(dir, "plain.txt"), "not a program", { mode: 0o644 })
+    const ok = new ProcessRun({ attemptUid: "att-cwd", argv: ["./run.sh"], cwd: dir })
+    runs.push(ok)
+    expect(await ok.done).toMatchObject({ state: "SUCCEEDED" })
+    expect(ok.logs.text().trim()).toBe(dir)
+    const denied = new ProcessRun({ attemptUid: "att-noexec", argv: ["./plain.txt"], cwd: dir })
+    runs.push(denied)
+    expect(await denied.done).toMatchObject({ state: "FAILED", exitCode: 126 })
   })
 
   it("lets the attempt's env override the agent's defaults but not ATTEMPT_UID", () => {

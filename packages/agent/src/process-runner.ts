@@ -1,12 +1,16 @@
 /**
- * Runs one attempt's process: argv without a shell, in its own process group, with the attempt's
- * environment, its output kept in a bounded tail, and a stop that reaches the whole process tree.
+ * Runs one attempt's process: argv without a shell, in its own process group (in the agent's sandbox,
+ * when it has one), with the attempt's environment and nothing of the agent's own but a few harmless
+ * variables, its output kept in a bounded tail, and a stop that reaches the whole process tree.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { constants } from "node:os"
 import { fileURLToPath } from "node:url"
 import { LogRing } from "./log-ring"
 import { groupAlive, signalGroup } from "./process-group"
+import { programIssue } from "./program"
+import { GateWord, NotRunExitCode, plainSandbox, type Sandbox } from "./sandbox"
+import type { TaskUser } from "./task-user"
 
 /** How an attempt's process ended, in the terms of `ObservedAttempt`. */
 export interface ProcessOutcome {
@@ -27,6 +31,17 @@ export interface ProcessSpec {
   /** Where the work may write its progress counters (`SWARMPLANE_PROGRESS_FILE`). */
   progressFile?: string
   cwd?: string
+  /** How it runs (default: as the agent's user, with only the gate in front). */
+  sandbox?: Sandbox
+  /**
+   * Record the group before it is let run (see `GroupRecords`); returns what forgets it once the group
+   * is gone. When it throws, the group is killed before it ran and the attempt fails.
+   */
+  track?: (pgid: number) => () => void
+  /** Names of the agent's variables passed on besides `PassedVariables` (`NAME`, or a prefix `NAME_*`). */
+  passEnv?: readonly string[]
+  /** Run as this user (the agent is root), with its `HOME`, `USER` and `LOGNAME`. */
+  user?: TaskUser
 }
 
 /** The program name that stands for this agent in a command. */
@@ -41,7 +56,30 @@ export const ProgressVariable = "SWARMPLANE_PROGRESS_FILE"
 /** The variable that carries the agent's API token; it never reaches the work the agent runs. */
 export const TokenVariable = "SWARMPLANE_TOKEN"
 
-const agentBin = fileURLToPath(new URL("../bin/swarmplane-agent.mjs", import.meta.url))
+/**
+ * The agent's own variables an attempt gets: where programs and libraries are, who and where it is,
+ * its locale and time zone. Nothing else of the agent's environment (its token, the control plane's
+ * keys, cloud credentials): what an attempt needs besides is in its job's `env`.
+ */
+export const PassedVariables = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "LC_*",
+  "TZ",
+  "TMPDIR",
+  "TERM",
+  "LD_LIBRARY_PATH",
+  "CUDA_VISIBLE_DEVICES",
+  "NVIDIA_VISIBLE_DEVICES",
+] as const
+
+/** This agent's launcher, which `swarmplane-agent` in a command runs. */
+export const agentBin = fileURLToPath(new URL("../bin/swarmplane-agent.mjs", import.meta.url))
 
 /**
  * The argv to spawn: a first element `swarmplane-agent` becomes this Node and the agent's launcher,
@@ -54,14 +92,22 @@ export function resolveArgv(argv: readonly string[]): string[] {
   return [...argv]
 }
 
+/** Whether `name` is one of `patterns` (`NAME`, or `PREFIX_*`). */
+export function matchesVariable(name: string, patterns: readonly string[]): boolean {
+  return patterns.some((p) => (p.endsWith("*") ? name.startsWith(p.slice(0, -1)) : name === p))
+}
+
 /**
- * The environment of an attempt: the agent's own minus its token, then the agent's defaults, the
- * attempt's `env`, and last what the attempt cannot override (`ATTEMPT_UID`, `PORT`).
+ * The environment of an attempt: the agent's `PassedVariables` (and `passEnv`), never its token, then
+ * the agent's defaults, the attempt's `env`, and last what the attempt cannot override
+ * (`ATTEMPT_UID`, `PORT`).
  */
 export function attemptEnv(base: NodeJS.ProcessEnv, spec: ProcessSpec): Record<string, string> {
   const env: Record<string, string> = {}
-  for (const [key, value] of Object.entries(base)) if (value !== undefined) env[key] = value
-  delete env[TokenVariable]
+  const passed = [...PassedVariables, ...(spec.passEnv ?? [])]
+  for (const [key, value] of Object.entries(base))
+    if (value !== undefined && key !== TokenVariable && matchesVariable(key, passed)) env[key] = value
+  if (spec.user) Object.assign(env, { HOME: spec.user.home, USER: spec.user.name, LOGNAME: spec.user.name })
   Object.assign(env, spec.defaults, spec.env)
   env.ATTEMPT_UID = spec.attemptUid
   if (spec.progressFile) env[ProgressVariable] = spec.progressFile
@@ -84,20 +130,40 @@ export class ProcessRun {
   private settle!: (outcome: ProcessOutcome) => void
   /** Kills the attempt's group if the agent dies without stopping it (see `watch`). */
   private watcher: ChildProcess | undefined
+  /** Forgets the group's record (see `ProcessSpec.track`) once it is gone. */
+  private forget: (() => void) | undefined
+  /** In namespaces: pid 1 there reports a death by signal n as an exit with 128+n. */
+  private readonly sandboxed: boolean
+  /** Why the gate stayed shut (the attempt never ran). */
+  private notRun: string | undefined
 
   constructor(spec: ProcessSpec, base: NodeJS.ProcessEnv = process.env) {
     this.done = new Promise((resolve) => {
       this.settle = resolve
     })
-    const [file, ...args] = resolveArgv(spec.argv)
+    const sandbox = spec.sandbox ?? plainSandbox("no sandbox")
+    this.sandboxed = sandbox.isolation !== "none"
+    const env = attemptEnv(base, spec)
+    const argv = resolveArgv(spec.argv)
+    // A missing program is found here, as spawn would have: behind the sandbox's shell it would only
+    // be an exit code.
+    const missing = programIssue(argv[0] ?? "", env.PATH ?? "", spec.cwd)
+    if (missing) {
+      this.pid = undefined
+      this.cannotStart(spec, missing)
+      return
+    }
+    const [file, ...args] = sandbox.wrap(argv)
     let child: ChildProcess | undefined
     try {
       child = spawn(file ?? "", args, {
-        env: attemptEnv(base, spec),
+        env,
         cwd: spec.cwd,
         // Its own process group, so a stop can signal every process the attempt started.
         detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
+        // stdin is the gate: the attempt runs once the agent writes `GateWord` (its own stdin is /dev/null).
+        stdio: ["pipe", "pipe", "pipe"],
+        ...(spec.user ? { uid: spec.user.uid, gid: spec.user.gid } : {}),
       })
     } catch (error) {
       // A malformed argv or env (a NUL byte) throws here instead of emitting "error".
@@ -105,7 +171,7 @@ export class ProcessRun {
     }
     this.pid = child?.pid
     if (!child) return
-    if (child.pid !== undefined) this.watcher = watch(child.pid)
+    child.stdin?.on("error", () => undefined)
     for (const stream of [child.stdout, child.stderr]) {
       stream?.setEncoding("utf8")
       stream?.on("data", (text: string) => this.logs.write(text))
@@ -115,6 +181,20 @@ export class ProcessRun {
       if (child.pid === undefined) this.cannotStart(spec, error)
     })
     child.once("exit", (code, signal) => this.onExit(child, code, signal))
+    if (child.pid === undefined) return
+    // 1. The watcher, then 2. the record, and only then 3. the gate opens: nothing runs that the
+    // agent's death would leave running.
+    this.watcher = watch(child.pid)
+    try {
+      this.forget = spec.track?.(child.pid)
+    } catch (error) {
+      this.notRun = `could not record the attempt's process group: ${error instanceof Error ? error.message : String(error)}`
+      this.logs.note(this.notRun)
+      signalGroup(child.pid, "SIGKILL")
+      child.stdin?.destroy()
+      return
+    }
+    child.stdin?.end(`${GateWord}\n`)
   }
 
   /** The outcome once ended, else undefined. */
@@ -144,6 +224,10 @@ export class ProcessRun {
   private unwatch(): void {
     this.watcher?.kill("SIGKILL")
     this.watcher = undefined
+    try {
+      this.forget?.()
+    } catch {}
+    this.forget = undefined
   }
 
   private async terminate(graceMs: number, markKilled: boolean): Promise<ProcessOutcome> {
@@ -162,7 +246,7 @@ export class ProcessRun {
   }
 
   private cannotStart(spec: ProcessSpec, error: unknown): void {
-    const code = (error as NodeJS.ErrnoException).code
+    const code = (error as NodeJS.ErrnoException | undefined)?.code
     const text = error instanceof Error ? error.message : String(error)
     const message = `could not start ${JSON.stringify(spec.argv[0] ?? "")}: ${text}`
     this.logs.note(message)
@@ -173,13 +257,14 @@ export class ProcessRun {
     this.exited = true
     const exitCode = code ?? 128 + (signal ? (constants.signals[signal] ?? 0) : 0)
     let outcome: ProcessOutcome
-    if (this.stopRequested) outcome = { state: "KILLED", exitCode, message: "stopped by the agent" }
+    if (this.notRun) outcome = { state: "FAILED", exitCode: NotRunExitCode, message: this.notRun }
+    else if (this.stopRequested) outcome = { state: "KILLED", exitCode, message: "stopped by the agent" }
     else if (code === 0) outcome = { state: "SUCCEEDED", exitCode: 0 }
     else
       outcome = {
         state: "FAILED",
         exitCode,
-        message: signal ? `killed by ${signal}` : `exited with code ${exitCode}`,
+        message: signal ? `killed by ${signal}` : `exited with code ${exitCode}${this.asSignal(exitCode)}`,
       }
     // The attempt owns its group: processes it left behind would hold resources the scheduler now
     // counts as free, so they are stopped too (the outcome above stays as it is).
@@ -195,6 +280,13 @@ export class ProcessRun {
       setTimeout(resolve, 250).unref()
     })
     void closed.then(() => this.finish(outcome))
+  }
+
+  /** In namespaces a death by signal n reads as exit 128+n: say which signal that would be. */
+  private asSignal(exitCode: number): string {
+    if (!this.sandboxed || exitCode <= 128) return ""
+    const name = Object.entries(constants.signals).find(([, n]) => n === exitCode - 128)?.[0]
+    return name ? `, as when killed by ${name}` : ""
   }
 
   private finish(outcome: ProcessOutcome): void {
@@ -222,6 +314,8 @@ function watch(pgid: number): ChildProcess | undefined {
       {
         detached: true,
         stdio: ["pipe", "ignore", "ignore"],
+        // Nothing of the agent's environment (its token) in a process outside the attempt's sandbox.
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
       },
     )
     watcher.on("error", () => undefined)

@@ -1,7 +1,10 @@
-import { existsSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import type { DesiredAttempt } from "@swarmplane/core/contract/worker"
 import { afterEach, describe, expect, it } from "vitest"
 import { controlPlane } from "./api-client"
+import type { TaskSetup } from "./attempt"
 import { type FakeControlPlane, startFakeControlPlane } from "./testing/fake-control-plane"
 import { livingSleeps, sleepMarker, waitFor } from "./testing/wait"
 import { WorkerAgent } from "./worker"
@@ -13,6 +16,7 @@ interface AgentSetup {
   heartbeatIntervalS?: number
   minHeartbeatGapMs?: number
   health?: { startIntervalMs?: number; startTimeoutMs?: number }
+  tasks?: TaskSetup
 }
 
 async function startAgent(options: AgentSetup = {}) {
@@ -29,6 +33,7 @@ async function startAgent(options: AgentSetup = {}) {
     backoffMs: { initial: 50, max: 200 },
     stopGraceMs: 2000,
     health: { startIntervalMs: 100, readyIntervalMs: 200, ...options.health },
+    tasks: options.tasks,
   })
   void agent.start()
 }
@@ -99,6 +104,32 @@ describe("worker loop", () => {
     cp.setDesired([want("t-env", { command: sh('echo "$SHARD_ID/$ATTEMPT_UID"'), env: { SHARD_ID: "4" } })])
     const done = await cp.waitForReport("t-env", (a) => a.state === "SUCCEEDED")
     expect(done.logTail).toContain("4/t-env")
+  })
+
+  it("runs each attempt in a fresh working folder of its own, removed once it ended", async () => {
+    const workRoot = mkdtempSync(join(tmpdir(), "sp-work-"))
+    await startAgent({ tasks: { workRoot } })
+    cp.setDesired([
+      want("t-a", { command: sh("pwd; ls -A; touch left-here") }),
+      want("t-b", { command: sh("pwd; ls -A") }),
+    ])
+    const [a, b] = await Promise.all(
+      ["t-a", "t-b"].map((uid) => cp.waitForReport(uid, (r) => r.logTail?.includes("/") === true)),
+    )
+    const dirs = [a, b].map((r) => r?.logTail?.trim() ?? "")
+    expect(new Set(dirs).size).toBe(2)
+    for (const dir of dirs) expect(dir.startsWith(`${workRoot}/swarmplane-`)).toBe(true)
+    await waitFor("the working folders to be removed", () => readdirSync(workRoot).length === 0)
+  })
+
+  it("keeps the working folders when told to", async () => {
+    const workRoot = mkdtempSync(join(tmpdir(), "sp-work-"))
+    await startAgent({ tasks: { workRoot, keepWorkDirs: true } })
+    cp.setDesired([want("t-keep", { command: sh("echo kept > result") })])
+    const done = await cp.waitForReport("t-keep", (r) => r.state === "SUCCEEDED")
+    expect(done.state).toBe("SUCCEEDED")
+    const [dir] = readdirSync(workRoot)
+    expect(existsSync(join(workRoot, dir ?? "", "result"))).toBe(true)
   })
 
   it("kills a task marked stop (KILLED) and its whole process group", async () => {

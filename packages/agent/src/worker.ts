@@ -8,7 +8,13 @@ import { randomUUID } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
 import type { DesiredAttempt } from "@swarmplane/core/contract/worker"
 import { ApiError, type ControlPlane, type RegisterBody } from "./api-client"
-import { type Attempt, type AttemptContext, NeverStartedAttempt, ProcessAttempt } from "./attempt"
+import {
+  type Attempt,
+  type AttemptContext,
+  NeverStartedAttempt,
+  ProcessAttempt,
+  type TaskSetup,
+} from "./attempt"
 import { type Logger, silentLogger } from "./logger"
 import { bindHostFor } from "./net"
 import type { HealthWatchOptions } from "./replica-health"
@@ -30,6 +36,8 @@ export interface WorkerOptions {
   /** First and largest wait between failed calls (doubling, with jitter). */
   backoffMs?: { initial: number; max: number }
   health?: Partial<Omit<HealthWatchOptions, "url">>
+  /** How task and replica processes run: sandbox, records, working folders. */
+  tasks?: TaskSetup
 }
 
 /** A failure trying again cannot fix (a refused token, an unknown backend): the agent should exit. */
@@ -69,6 +77,7 @@ export class WorkerAgent {
       log: this.log,
       stopGraceMs: options.stopGraceMs ?? 5000,
       health: options.health,
+      tasks: options.tasks,
     }
   }
 

@@ -145,7 +145,7 @@ export function renderStatus(p: Paint, s: BackendStatus, workers: Worker[]): str
 function workerTable(p: Paint, workers: Worker[]): string {
   return table(
     p,
-    ["id", "backend", "group", "health", "cpu", "memory", "gpu", "address", "last seen", "idle"],
+    ["id", "backend", "group", "health", "cpu", "memory", "gpu", "address", "isolation", "last seen", "idle"],
     workers.map((w) => [
       w.id,
       w.backendId,
@@ -155,6 +155,8 @@ function workerTable(p: Paint, workers: Worker[]): string {
       `${w.resources.memoryMiB} MiB`,
       w.resources.gpu ? `${w.resources.gpu}${w.resources.gpuType ? ` ${w.resources.gpuType}` : ""}` : 0,
       w.address,
+      // What the worker's agent said its tasks run in (`namespaces` or `none`); older agents say nothing.
+      w.attributes.isolation ?? "-",
       `${age(w.lastSeen)} ago`,
       w.idleSince ? age(w.idleSince) : "-",
     ]),
