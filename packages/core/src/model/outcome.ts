@@ -36,6 +36,8 @@ export type TaskReport =
         ready?: boolean
         target?: string
         progress?: Task["attempts"][number]["progress"]
+        /** Why a running server is not serving; empty once it is again. */
+        message?: string
         /** Why the submitted attempt still waits in the substrate's queue. */
         pendingReason?: string
         /** A try to submit it that did not reach the substrate, and when the next is due. */

@@ -6,7 +6,13 @@
 import { z } from "@hono/zod-openapi"
 import { bytesAtMost, Command, Env, Image, Labels, Name, Timestamp } from "./common"
 import { Limits } from "./limits"
-import { noNul, oneLine, SlurmGrammarText, SlurmPartitionsPattern, SlurmTimePattern } from "./slurm-grammar"
+import {
+  oneLine,
+  programText,
+  SlurmGrammarText,
+  SlurmPartitionsPattern,
+  SlurmTimePattern,
+} from "./slurm-grammar"
 import { BackendType, SwarmDesired, SwarmPhase } from "./states"
 
 const path = z
@@ -127,7 +133,9 @@ export const SwarmSpec = z
       .string()
       .min(1)
       .max(256)
-      .refine((text) => oneLine(text), { message: "a model name on one line (no control characters)" })
+      .refine((text) => oneLine(text) && programText(text), {
+        message: "a model name on one line (no control characters or lone surrogates)",
+      })
       .describe(
         "Model to serve, e.g. `meta-llama/Llama-3.1-8B-Instruct`, or `echo` for the built-in test server.",
       ),
@@ -154,7 +162,12 @@ export const SwarmSpec = z
       "Model server command (argv); a vLLM-style server of `model` when absent.",
     ),
     args: z
-      .array(z.string().max(Limits.commandArgLength).refine(noNul, { message: SlurmGrammarText.noNul }))
+      .array(
+        z
+          .string()
+          .max(Limits.commandArgLength)
+          .refine(programText, { message: SlurmGrammarText.programText }),
+      )
       .max(Limits.commandArgs)
       .default([])
       .describe("Extra arguments appended to the command."),
@@ -208,7 +221,12 @@ export const Swarm = SwarmSpec.extend({
     "Where the deployment is: PENDING, INITIALIZING, RUNNING, FAILED, STOPPED or UNKNOWN.",
   ),
   desired: SwarmDesired.describe("`running`, or `deleted` after DELETE until it is STOPPED."),
-  url: z.string().optional().describe("The swarm's single endpoint (OpenAI-compatible), once known."),
+  url: z
+    .string()
+    .optional()
+    .describe(
+      "The swarm's single endpoint (OpenAI-compatible), once known; kept while the router restarts or moves, and on a `workers` backend the same for the swarm's life while its router can be placed on the same host (another host keeps the port, not the host).",
+    ),
   generation: z.number().int().describe("Increments on every spec change."),
   observedGeneration: z
     .number()

@@ -83,7 +83,11 @@ export const ObservedAttempt = z
         "`RUNNING` (process started), `SUCCEEDED` (exit 0), `FAILED` (non-zero exit or could not start), `KILLED` (stopped when told).",
       ),
     exitCode: z.number().int().optional().describe("Exit code, once it exited."),
-    message: z.string().max(4096).optional().describe("Detail, e.g. why it could not start."),
+    message: z
+      .string()
+      .max(4096)
+      .optional()
+      .describe("Detail, e.g. why it could not start, or why a running router is not serving."),
     endpoint: z
       .string()
       .max(256)
@@ -136,6 +140,15 @@ export const DesiredAttempt = z
     ),
     healthPath: z.string().optional().describe("For replicas: path that answers 200 once ready."),
     upstreams: z.array(z.string()).optional().describe("For routers: the endpoints of the ready replicas."),
+    port: z
+      .number()
+      .int()
+      .min(1)
+      .max(65535)
+      .optional()
+      .describe(
+        "For routers: the port to listen on, the swarm's for its life (its URL); absent until the swarm's first router has listened, which picks one.",
+      ),
     resources: Resources.optional().describe(
       "What the attempt was placed with. The agent holds a new attempt back while attempts it is still stopping keep those resources busy.",
     ),

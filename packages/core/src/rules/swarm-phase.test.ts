@@ -65,6 +65,31 @@ describe("observe", () => {
     expect(r.changed).toBe(true)
   })
 
+  test("a router that stops serving: not RUNNING meanwhile, saying why, at the same URL; then RUNNING again", () => {
+    const serving = swarm("RUNNING", { url: "http://r:21000" })
+    const why =
+      "1/2 replicas ready; router restarting (restart 1 of 5): the router process was killed by SIGKILL"
+    const down = observe(serving, { kind: "status", phase: "INITIALIZING", detail: why }, now).swarm
+    expect(down).toMatchObject({ phase: "INITIALIZING", url: "http://r:21000", message: why })
+    const back = observe(down, { kind: "status", phase: "RUNNING", url: "http://r:21000" }, now).swarm
+    expect(back).toMatchObject({ phase: "RUNNING", url: "http://r:21000" })
+    expect(back.message).toBeUndefined()
+  })
+
+  test("a deployment placed again from scratch (a control plane restarted): PENDING, the URL kept", () => {
+    const r = observe(swarm("RUNNING", { url: "http://r:21000" }), { kind: "status", phase: "PENDING" }, now)
+    expect(r.swarm).toMatchObject({ phase: "PENDING", url: "http://r:21000" })
+  })
+
+  test("an update keeps the URL: the next generation's router listens there again", () => {
+    const r = updateSpec(
+      swarm("RUNNING", { url: "http://r:21000" }),
+      SwarmSpec.parse({ name: "llm", model: "echo" }),
+      now,
+    )
+    expect(r.swarm).toMatchObject({ generation: 2, url: "http://r:21000" })
+  })
+
   test("an unreachable backend makes a live swarm UNKNOWN and says why", () => {
     const r = observe(swarm("RUNNING"), { kind: "unreachable", detail: "ssh: connect timeout" }, now)
     expect(r.swarm).toMatchObject({ phase: "UNKNOWN", message: "ssh: connect timeout" })

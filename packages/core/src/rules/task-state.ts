@@ -266,6 +266,7 @@ export function noteServing(
     progress?: Attempt["progress"]
     pendingReason?: string
     submitFailure?: { message: string; retryAt: string }
+    message?: string
   },
   nowIso: string,
 ): Applied {
@@ -302,6 +303,10 @@ export function noteServing(
     ...(report.endpoint !== undefined ? { endpoint: report.endpoint } : {}),
     ...(report.target !== undefined ? { target: report.target } : {}),
     ...(report.progress !== undefined ? { progress: report.progress } : {}),
+    // A running server's own word on why it is not serving; an empty one clears it.
+    ...(report.message !== undefined && task.state === "RUNNING"
+      ? { message: report.message || undefined }
+      : {}),
   }
   const same = Object.entries(patch).every(
     ([k, v]) => JSON.stringify(current[k as keyof Attempt]) === JSON.stringify(v),

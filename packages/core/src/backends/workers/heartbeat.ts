@@ -14,6 +14,7 @@ import type { DesiredAttempt, ObservedAttempt, Worker } from "../../model/worker
 import type { StoredItem } from "../../store/port"
 import { NotFoundError } from "../../util/errors"
 import type { BackendDeps } from "../protocol"
+import { routerPort } from "./serving"
 
 const live = (t: Task) => t.state === "ASSIGNED" || t.state === "BUILDING" || t.state === "RUNNING"
 
@@ -98,6 +99,8 @@ export async function heartbeat(
           endpoint: seen.endpoint,
           ready: seen.ready,
           progress: seen.progress,
+          // Why a running server is not serving (a router restarting), or nothing once it is again.
+          ...(job.serving && seen.state === "RUNNING" ? { message: seen.message ?? "" } : {}),
         },
       })
     if (outcome) list.push({ index: item.data.index, outcome })
@@ -142,7 +145,9 @@ async function desiredOf(
       .filter((t) => t.index < job.serving!.replicas && t.state === "RUNNING" && t.attempts.at(-1)?.ready)
       .map((t) => t.attempts.at(-1)!.endpoint!)
       .filter(Boolean)
-    return { ...base, kind: "router", upstreams }
+    // The swarm's address: every router of the swarm listens on the port the first one picked.
+    const port = routerPort(job, task)
+    return { ...base, kind: "router", upstreams, ...(port ? { port } : {}) }
   }
   const env: Record<string, string> = {
     ...job.spec.env,

@@ -3,7 +3,14 @@ import { type Attempt, type Job, JobSpec, type Task } from "../../model/job"
 import type { JobStatus } from "../../model/states"
 import type { Swarm } from "../../model/swarm"
 import type { ServingStatus } from "../protocol"
-import { CrashLoopAttempts, replicaCommand, servingJobId, servingStatus } from "./serving"
+import {
+  CrashLoopAttempts,
+  replicaCommand,
+  routerHost,
+  routerPort,
+  servingJobId,
+  servingStatus,
+} from "./serving"
 
 const t0 = "2026-01-01T00:00:00.000Z"
 
@@ -118,6 +125,59 @@ describe("servingStatus", () => {
       job: servingJob(2, "RUNNING"),
       tasks: [ended(0, "KILLED"), ended(1, "KILLED"), ended(2, "KILLED")],
       want: { phase: "STOPPED", url: undefined, detail: undefined },
+    },
+    "the router's agent restarting it: INITIALIZING with the agent's word, no URL": {
+      job: servingJob(1),
+      tasks: [
+        ready(0, 9001),
+        running(1, {
+          endpoint: "http://10.0.0.1:21000",
+          ready: false,
+          message: "router restarting (restart 2 of 5): the router process was killed by SIGKILL",
+        }),
+      ],
+      want: {
+        phase: "INITIALIZING",
+        url: undefined,
+        detail:
+          "1/1 replicas ready; router restarting (restart 2 of 5): the router process was killed by SIGKILL",
+      },
+    },
+    "a router placed again after its attempt failed: INITIALIZING with the attempt and why": {
+      job: servingJob(1),
+      tasks: [
+        ready(0, 9001),
+        {
+          ...pending(1, "retrying after failure 1 of 101: port 21000 on 10.0.0.1 is in use; next try at x"),
+          attempts: [
+            { attemptUid: "r-1", state: "FAILED", endpoint: "http://10.0.0.1:21000", createdAt: t0 },
+          ],
+        },
+      ],
+      want: {
+        phase: "INITIALIZING",
+        detail:
+          "1/1 replicas ready; router restarting (attempt 2): retrying after failure 1 of 101: port 21000 on 10.0.0.1 is in use; next try at x",
+      },
+    },
+    "a router moved off a lost worker, starting again: INITIALIZING, saying so": {
+      job: servingJob(1),
+      tasks: [
+        ready(0, 9001),
+        {
+          ...assigned(1),
+          attempts: [
+            { attemptUid: "r-1", state: "WORKER_FAILED", endpoint: "http://10.0.0.1:21000", createdAt: t0 },
+            { attemptUid: "r-2", state: "ASSIGNED", createdAt: t0 },
+          ],
+        },
+      ],
+      want: { phase: "INITIALIZING", detail: "1/1 replicas ready; router restarting (attempt 2)" },
+    },
+    "a first router waiting for its replicas' addresses: nothing said of it": {
+      job: servingJob(1),
+      tasks: [ready(0, 9001), running(1, { endpoint: "http://10.0.0.1:21000", ready: false })],
+      want: { phase: "INITIALIZING", detail: "1/1 replicas ready" },
     },
     "a cancelled job is STOPPED even before its tasks end": {
       job: servingJob(1, "CANCELLED"),
@@ -235,6 +295,53 @@ describe("replicaCommand", () => {
     expect(s.command).toEqual(["serve"])
     expect(s.args).toEqual(["--x"])
   })
+})
+
+describe("the router's address", () => {
+  const withRouterUrl = (url?: string): Job => ({
+    ...servingJob(1),
+    serving: { ...servingJob(1).serving!, ...(url ? { routerUrl: url } : {}) },
+  })
+  const attempt = (endpoint?: string): Attempt => ({
+    attemptUid: "r",
+    state: "FAILED",
+    createdAt: t0,
+    ...(endpoint ? { endpoint } : {}),
+  })
+  const cases: Record<string, { job: Job; attempts: Attempt[]; port?: number; host?: string }> = {
+    "a first router: none, it picks one": { job: withRouterUrl(), attempts: [] },
+    "where its latest attempt listened": {
+      job: withRouterUrl(),
+      attempts: [attempt("http://10.0.0.1:21000"), attempt("http://10.0.0.2:21000"), attempt()],
+      port: 21000,
+      host: "10.0.0.2",
+    },
+    "a new generation: the swarm's URL it was made with": {
+      job: withRouterUrl("http://10.0.0.3:22000"),
+      attempts: [],
+      port: 22000,
+      host: "10.0.0.3",
+    },
+    "its own attempts win over the URL it was made with": {
+      job: withRouterUrl("http://10.0.0.3:22000"),
+      attempts: [attempt("http://10.0.0.4:22000")],
+      port: 22000,
+      host: "10.0.0.4",
+    },
+    "an IPv6 host, without brackets": {
+      job: withRouterUrl("http://[fd00::5]:23000"),
+      attempts: [],
+      port: 23000,
+      host: "fd00::5",
+    },
+    "an unparsable address: none": { job: withRouterUrl("not a url"), attempts: [] },
+  }
+  for (const [name, tc] of Object.entries(cases))
+    test(name, () => {
+      const router: Task = { ...pending(1), attempts: tc.attempts }
+      expect(routerPort(tc.job, router)).toBe(tc.port)
+      expect(routerHost(tc.job, router)).toBe(tc.host)
+    })
 })
 
 describe("servingJobId", () => {

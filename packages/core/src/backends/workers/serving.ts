@@ -3,6 +3,11 @@
  * job (one per swarm generation: `srv-<swarm>-g<generation>`), placed by the scheduler and pulled by
  * agents like any task. Replica tasks serve on the `PORT` their agent picks; the router task (the last
  * index) is the agent's proxy over the ready replicas and gives the swarm its one endpoint.
+ *
+ * That endpoint is the swarm's for its life: the first router picks its port, and every later router
+ * of the swarm (a retry, a router moved off a lost worker, a new generation, a control plane restarted)
+ * is told to listen on it again and is placed on the same host when it can be, so on one host the URL
+ * never changes. A router moved to another host keeps the port but not the host.
  */
 
 import type { Job, JobSpec, Task } from "../../model/job"
@@ -65,6 +70,8 @@ export function Serving(rt: BackendDeps) {
           generation: swarm.generation,
           replicas: swarm.replicas,
           healthPath: swarm.healthPath,
+          // A new generation's router keeps the address the swarm has (one this backend gave it).
+          ...(swarm.url && typeof swarm.handle?.meta.job === "string" ? { routerUrl: swarm.url } : {}),
         },
       })
       await cancelOlder(swarm, swarm.generation)
@@ -86,6 +93,26 @@ export function Serving(rt: BackendDeps) {
       await cancelOlder(swarm, swarm.generation + 1)
     },
   }
+}
+
+/**
+ * The address the router of a serving job keeps: where its latest attempt listened, else the swarm's
+ * URL when the job was made. Pure; undefined until a router of the swarm has listened somewhere.
+ */
+export function routerAddress(job: Job, router: Task): URL | undefined {
+  const address = router.attempts.findLast((a) => a.endpoint)?.endpoint ?? job.serving?.routerUrl
+  return address && URL.canParse(address) ? new URL(address) : undefined
+}
+
+/** The port a new attempt of the router must listen on; undefined when it may pick one. */
+export function routerPort(job: Job, router: Task): number | undefined {
+  const port = Number(routerAddress(job, router)?.port)
+  return Number.isInteger(port) && port > 0 ? port : undefined
+}
+
+/** The host the router listened on (a worker's address), to place it there again. */
+export function routerHost(job: Job, router: Task): string | undefined {
+  return routerAddress(job, router)?.hostname.replace(/^\[|\]$/g, "") || undefined
 }
 
 /** Failed attempts in a row, none of them ever ready, after which a serving task counts as crash-looping. */
@@ -155,10 +182,11 @@ export function servingStatus(job: Job, tasks: Task[]): ServingStatus {
     }
   // Why a replica is not ready yet, when it says (a failure it is retrying after, a reason it waits).
   const trouble = replicaTasks.find((t) => t.pendingReason && t.state === "PENDING")
+  const routerDown = router && routerTrouble(router)
   if (sorted.some((t) => t.state !== "PENDING"))
     return {
       phase: "INITIALIZING",
-      detail: `${ready}/${replicas} replicas ready${trouble ? `; ${what(trouble)}: ${trouble.pendingReason}` : ""}`,
+      detail: `${ready}/${replicas} replicas ready${routerDown ? `; ${routerDown}` : ""}${trouble ? `; ${what(trouble)}: ${trouble.pendingReason}` : ""}`,
       replicas: replicaStatus,
       generation: job.serving!.generation,
     }
@@ -169,4 +197,20 @@ export function servingStatus(job: Job, tasks: Task[]): ServingStatus {
     replicas: replicaStatus,
     generation: job.serving!.generation,
   }
+}
+
+/**
+ * Why a router that served, or was meant to, is not serving now, in words: what its agent says of it
+ * (restarting it, waiting for its port), or that the control plane is placing it again. Undefined while
+ * it serves, and while a first router waits for its replicas.
+ */
+function routerTrouble(router: Task): string | undefined {
+  const attempt = router.attempts.at(-1)
+  if (router.state === "RUNNING") return attempt?.ready ? undefined : attempt?.message
+  const tries = router.attempts.length
+  if (router.state === "PENDING" && tries > 0)
+    return `router restarting (attempt ${tries + 1})${router.pendingReason ? `: ${router.pendingReason}` : ""}`
+  if ((router.state === "ASSIGNED" || router.state === "BUILDING") && tries > 1)
+    return `router restarting (attempt ${tries})`
+  return undefined
 }

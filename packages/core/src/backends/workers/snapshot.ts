@@ -18,9 +18,23 @@ import type {
   Snapshot,
 } from "../../scheduling/types"
 import type { TaskRef } from "../protocol"
+import { routerHost } from "./serving"
 
 const MiB = 1024 * 1024
 const bands: Record<Priority, Band> = { production: 0, interactive: 1, batch: 2 }
+
+/**
+ * The attribute a worker's address is matched under, for a router to be placed again on the host it
+ * listened on (so its URL, host and port, stays the same).
+ */
+export const AddressAttribute = "swarmplane.address"
+
+/** The host of a worker's address (`host`, `host:port`, `[v6]:port`, a bare IPv6 address). */
+export function hostOf(address: string): string {
+  const url = `http://${address}`
+  const host = URL.canParse(url) ? new URL(url).hostname : address
+  return host.replace(/^\[|\]$/g, "")
+}
 
 /** What one router needs. */
 export const RouterResources: Resources = { cpu: 0.1, memoryMiB: 128, gpu: 0 }
@@ -42,16 +56,20 @@ function constraint(c: ModelConstraint): Constraint {
   return { key: c.key, op: c.op, values: c.values ?? (c.value !== undefined ? [c.value] : []) }
 }
 
-function schedJob(job: Job, router: boolean): SchedJob {
+function schedJob(job: Job, router: Task | undefined): SchedJob {
   const spec = job.spec
-  if (router)
+  if (router) {
+    const host = routerHost(job, router)
     return {
       id: `${job.id}#router`,
       band: bands[spec.priority],
       resources: res(RouterResources),
       constraints: [],
-      preferences: [],
+      preferences: host
+        ? [{ constraint: { key: AddressAttribute, op: "eq", values: [host] }, weight: 1 }]
+        : [],
     }
+  }
   return {
     id: job.id,
     band: bands[spec.priority],
@@ -95,14 +113,17 @@ export function buildSnapshot(workers: Worker[], live: TaskRef[], pending: TaskR
   const tasks: SchedTask[] = []
   for (const { job, task } of pending) {
     const id = schedJobId(job, task.data.index)
-    if (!jobs.has(id)) jobs.set(id, schedJob(job, id !== job.id))
+    if (!jobs.has(id)) jobs.set(id, schedJob(job, id !== job.id ? task.data : undefined))
     tasks.push({ id: taskKey(job.id, task.data.index), jobId: id })
   }
   return {
     workers: workers.map((w) => ({
       id: w.id,
       capacity: res(w.resources),
-      attributes: workerAttributes(w),
+      attributes: {
+        ...workerAttributes(w),
+        ...(w.address ? { [AddressAttribute]: hostOf(w.address) } : {}),
+      },
       running: running.get(w.id) ?? [],
     })),
     jobs,
