@@ -8,8 +8,8 @@ import { Attributes, bytesAtMost, Name, notReserved, Resources, Text, Timestamp 
 import { Limits } from "./limits"
 import {
   HostPattern,
-  noNul,
   oneLine,
+  programText,
   ReservedSbatchOptions,
   SbatchOptionPattern,
   SlurmGrammarText,
@@ -33,8 +33,11 @@ const ScriptLine = z.string().max(Limits.scriptLineLength)
 const ShellLine = ScriptLine.refine((line) => oneLine(line, { tab: true }), {
   message: SlurmGrammarText.shellLine,
 })
-/** An argv word that reaches a login-node command (quoted there): anything but NUL. */
-const ArgvWord = z.string().max(Limits.scriptLineLength).refine(noNul, { message: SlurmGrammarText.noNul })
+/** An argv word that reaches a login-node command (quoted there): anything a program can receive as it is. */
+const ArgvWord = z
+  .string()
+  .max(Limits.scriptLineLength)
+  .refine(programText, { message: SlurmGrammarText.programText })
 const SlurmName = z.string().min(1).max(64).regex(SlurmNamePattern, { message: SlurmGrammarText.name })
 const SbatchOption = ScriptLine.regex(SbatchOptionPattern, { message: SlurmGrammarText.sbatchOption }).refine(
   (line) => !ReservedSbatchOptions.includes(sbatchOptionName(line) ?? ""),

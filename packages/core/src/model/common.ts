@@ -5,7 +5,7 @@
  */
 import { z } from "@hono/zod-openapi"
 import { Limits } from "./limits"
-import { noNul, oneLine } from "./slurm-grammar"
+import { oneLine, programText, SlurmGrammarText } from "./slurm-grammar"
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 
@@ -55,7 +55,7 @@ export const Env = z
         message: "environment variable names are letters, digits and '_', not starting with a digit",
       })
       .refine(notReserved, { message: reservedMessage }),
-    z.string().max(Limits.envValueLength).refine(noNul, { message: "no NUL characters" }),
+    z.string().max(Limits.envValueLength).refine(programText, { message: SlurmGrammarText.programText }),
   )
   .refine((env) => Object.keys(env).length <= Limits.envCount, {
     message: `at most ${Limits.envCount} environment variables`,
@@ -69,7 +69,9 @@ export const Env = z
 
 /** A command as an argv array (no shell unless the user writes ["sh", "-c", "..."]). */
 export const Command = z
-  .array(z.string().max(Limits.commandArgLength).refine(noNul, { message: "no NUL characters" }))
+  .array(
+    z.string().max(Limits.commandArgLength).refine(programText, { message: SlurmGrammarText.programText }),
+  )
   .min(1)
   .max(Limits.commandArgs)
   .refine((argv) => argv.reduce((n, a) => n + Buffer.byteLength(a), 0) <= Limits.commandTotalBytes, {
@@ -80,8 +82,8 @@ export const Image = z
   .string()
   .min(1)
   .max(Limits.imageLength)
-  .refine((image) => oneLine(image) && !/\s/.test(image), {
-    message: "an image reference, without spaces or control characters",
+  .refine((image) => oneLine(image) && !/\s/.test(image) && programText(image), {
+    message: "an image reference, without spaces, control characters or lone surrogates",
   })
 
 const attributeKey = z

@@ -17,45 +17,37 @@ import {
   Timestamp,
 } from "./common"
 import { Limits } from "./limits"
+import { programText, SlurmGrammarText } from "./slurm-grammar"
 import { AttemptState, BackendType, JobStatus, Priority, TaskState } from "./states"
+
+/** A word of the batch runner's command line: text a program can receive as it is. */
+const RunnerArg = (min: number, max: number) =>
+  z.string().min(min).max(max).refine(programText, { message: SlurmGrammarText.programText })
 
 /** A batch inference job: rows of a dataset sent to the swarm's endpoint, sharded over the tasks. */
 export const BatchSpec = z
   .object({
-    input: z
-      .string()
-      .min(1)
-      .max(2048)
-      .describe(
-        "Rows to process: a JSONL, CSV or Parquet file, as a path on the machines that run the tasks or an `s3://bucket/key` URL.",
-      ),
-    output: z
-      .string()
-      .min(1)
-      .max(2048)
-      .describe(
-        "Folder for the results, or an `s3://bucket/prefix` (same layout): `shard-<n>.jsonl` per shard, and checkpoint parts that a retried shard resumes from.",
-      ),
+    input: RunnerArg(1, 2048).describe(
+      "Rows to process: a JSONL, CSV or Parquet file, as a path on the machines that run the tasks or an `s3://bucket/key` URL.",
+    ),
+    output: RunnerArg(1, 2048).describe(
+      "Folder for the results, or an `s3://bucket/prefix` (same layout): `shard-<n>.jsonl` per shard, and checkpoint parts that a retried shard resumes from.",
+    ),
     format: z
       .enum(["jsonl", "csv", "parquet"])
       .optional()
       .describe(
         "Format of `input`; from its extension (`.jsonl`/`.ndjson`, `.csv`, `.parquet`) when absent.",
       ),
-    idColumn: z.string().min(1).max(128).default("id").describe("Column with each row's unique id."),
-    promptColumn: z
-      .string()
-      .min(1)
-      .max(128)
+    idColumn: RunnerArg(1, 128).default("id").describe("Column with each row's unique id."),
+    promptColumn: RunnerArg(1, 128)
       .default("prompt")
       .describe("Column with the prompt (a `messages` column is used as is for chat)."),
     api: z
       .enum(["chat", "completions"])
       .default("chat")
       .describe("`chat` calls `/v1/chat/completions`, `completions` calls `/v1/completions`."),
-    model: z
-      .string()
-      .max(256)
+    model: RunnerArg(0, 256)
       .optional()
       .describe("Model name to send; the endpoint's first model when absent."),
     maxTokens: z.number().int().min(1).max(1_000_000).optional().describe("`max_tokens` of each request."),
@@ -382,6 +374,12 @@ export const Job = z
           .int()
           .describe("Tasks 0..replicas-1 are replicas; task `replicas` is the router."),
         healthPath: z.string().describe("Path of the replicas' health check."),
+        routerUrl: z
+          .string()
+          .optional()
+          .describe(
+            "The swarm's URL when the job was made: its router listens there again (the port; the host when it can).",
+          ),
       })
       .optional()
       .describe("Set on the internal job that runs a swarm's replicas and router on a `workers` backend."),

@@ -32,9 +32,12 @@ export const SlurmPathPattern = /^(~\/?)?[A-Za-z0-9_.+@/-]{0,1000}$/
 
 /**
  * One extra `#SBATCH` option: `--name`, `--name=value` or `-x value`, with the `#SBATCH ` prefix or
- * without; printable characters only (no newline, no NUL), so it stays one directive.
+ * without; printable characters only (no newline, no NUL), so it stays one directive. The value is one
+ * word, or quoted whole (`--comment="a b"`), and a value after a space does not start with `-`: sbatch
+ * reads every word of the line as an option, so `--exclusive --array=0-9` would set one swarmplane owns.
  */
-export const SbatchOptionPattern = /^(#SBATCH\s+)?--?[A-Za-z][A-Za-z0-9-]*([= ][\x20-\x7e]*)?$/
+export const SbatchOptionPattern =
+  /^(#SBATCH[ \t]+)?--?[A-Za-z][A-Za-z0-9-]*(=("[\x20\x21\x23-\x7e]*"|'[\x20-\x26\x28-\x7e]*'|[\x21-\x7e]*)| ("[\x20\x21\x23-\x7e]*"|'[\x20-\x26\x28-\x7e]*'|[\x21-\x2c\x2e-\x7e][\x21-\x7e]*))?$/
 
 /** Options that would take the work out of swarmplane's hands: it owns retries, names and output. */
 export const ReservedSbatchOptions = [
@@ -67,8 +70,14 @@ export function oneLine(text: string, { tab = false }: { tab?: boolean } = {}): 
   return true
 }
 
-/** Whether `text` may travel quoted through a shell: anything but NUL (bash cannot hold it in a word). */
-export const noNul = (text: string): boolean => !text.includes("\0")
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/**
+ * Whether `text` reaches a program byte-exact, quoted through a shell or as an argv word: no NUL (bash
+ * cannot hold it in a word, and no argv can) and no lone UTF-16 surrogate (it has no UTF-8 bytes, so
+ * the program would get U+FFFD instead).
+ */
+export const programText = (text: string): boolean => !text.includes("\0") && !loneSurrogate.test(text)
 
 /** A login host: a DNS name or an IPv4/IPv6 address. */
 export const HostPattern =
@@ -80,8 +89,10 @@ export const SlurmGrammarText = {
   partitions: "a Slurm partition name, or several joined by ',': letters, digits, '_', '.' and '-'",
   time: "a Slurm time such as `60` (minutes), `01:00:00`, `2-00:00:00` or `UNLIMITED`",
   path: "a path of letters, digits and `_ . + @ / -` (`~/` at the start for the home folder); no spaces, `%`, quotes or `$`",
-  sbatchOption: "one sbatch option such as `--exclusive` or `--gres=gpu:2`, on one line",
+  sbatchOption:
+    'one sbatch option such as `--exclusive` or `--gres=gpu:2`, on one line; a value with spaces in quotes (`--comment="a b"`)',
   shellLine: "one line of shell (no newline, carriage return or NUL)",
-  noNul: "text without NUL characters",
+  programText:
+    "well-formed text without NUL characters (a lone surrogate or a NUL cannot reach a program as sent)",
   host: "a host name or an IP address",
 } as const

@@ -22,6 +22,7 @@ export const Section = {
 /**
  * The completion history of some job names, from slurmdbd (`sacct -X`) when the cluster keeps
  * accounting, else from the jobcomp log (`sacct -c`). A week back: sacct's default starts at midnight.
+ * `names` is put inside double quotes: pass a shell variable (`"$names"`), never a value.
  */
 export function historyCommand(names: string): string {
   const args = `--parsable2 -o ${SACCT_COMPLETION_FIELDS} -S now-7days --name="${names}"`
@@ -86,9 +87,11 @@ export function parseExitSection(text: string): Map<string, number> {
 /** Submit the script on stdin, unless a job of that name exists already (a retried submit adopts it). */
 export function submitOrAdoptCommand(name: string, outputDir: string): string {
   return [
-    `existing=$(squeue -h -t all -u "$(id -un)" --name=${sh(name)} -o %F | head -n 1)`,
+    // In a variable: the history command puts its names in double quotes, where only a variable stays data.
+    `name=${sh(name)}`,
+    `existing=$(squeue -h -t all -u "$(id -un)" --name="$name" -o %F | head -n 1)`,
     // Gone from the queue already (it ran to the end while nobody watched): its history knows the id.
-    `[ -n "$existing" ] || existing=$(${historyCommand(sh(name))} | awk -F'|' 'NR > 1 && $1 ~ /^[0-9]/ {sub(/_.*/, "", $1); print $1}' | sort -n | head -n 1)`,
+    `[ -n "$existing" ] || existing=$(${historyCommand("$name")} | awk -F'|' 'NR > 1 && $1 ~ /^[0-9]/ {sub(/_.*/, "", $1); print $1}' | sort -n | head -n 1)`,
     `if [ -n "$existing" ]; then cat >/dev/null; echo "adopted $existing"; exit 0; fi`,
     `mkdir -p ${sh(outputDir)} && sbatch --parsable`,
   ].join("\n")

@@ -8,8 +8,8 @@
 import type { BackendConfigOf } from "../../model/backend"
 import type { Resources } from "../../model/common"
 import {
-  noNul,
   oneLine,
+  programText,
   ReservedSbatchOptions,
   SbatchOptionPattern,
   SlurmGrammarText,
@@ -76,15 +76,18 @@ const EnvName = /^[A-Za-z_][A-Za-z0-9_]*$/
 export function exportLines(env: Record<string, string>, field: string): string[] {
   return Object.entries(env).map(
     ([k, v]) =>
-      `export ${checked(`${field} name`, k, EnvName, "an environment variable name (letters, digits, '_')")}=${sh(text(`${field}.${k}`, v))}`,
+      `export ${checked(`${field} name`, k, EnvName, "an environment variable name (letters, digits, '_')")}=${sh(quotable(`${field}.${k}`, v))}`,
   )
 }
 
-/** Text that travels quoted: anything but NUL, which bash cannot hold. */
-function text(field: string, value: string): string {
-  if (!noNul(value)) throw new UnsafeValueError(field, value, SlurmGrammarText.noNul)
+/** Text that travels quoted: anything a program can receive as it is (not NUL, not a lone surrogate). */
+export function quotable(field: string, value: string): string {
+  if (!programText(value)) throw new UnsafeValueError(field, value, SlurmGrammarText.programText)
   return value
 }
+
+/** The names swarmplane gives its Slurm jobs (`sp-<id>`, `sp-srv-<project>.<swarm>...`): one word for any shell. */
+export const JobNamePattern = /^sp-[A-Za-z0-9_.-]+$/
 
 /** The `#SBATCH` lines every script of a backend shares, each value checked against Slurm's grammar. */
 export function headerLines(
@@ -94,7 +97,7 @@ export function headerLines(
   const dir = checked("outputDir", config.outputDir, SlurmPathPattern, SlurmGrammarText.path)
   return [
     "#!/bin/bash",
-    `#SBATCH --job-name=${checked("job name", o.name, /^sp-[A-Za-z0-9_.-]+$/, "a swarmplane job name")}`,
+    `#SBATCH --job-name=${checked("job name", o.name, JobNamePattern, "a swarmplane job name")}`,
     `#SBATCH --partition=${checked(o.partitionField, o.partition, SlurmPartitionsPattern, SlurmGrammarText.partitions)}`,
     `#SBATCH --time=${checked(o.timeField, o.timeLimit, SlurmTimePattern, SlurmGrammarText.time)}`,
     `#SBATCH --output=${outputDirOf({ outputDir: dir })}/%x_%a.out`,
@@ -172,12 +175,12 @@ function ranges(indexes: number[]): string {
 /** A command with a leading `swarmplane-agent` replaced by how the cluster runs the agent. */
 export function agentArgv(config: SlurmConfig, command: string[]): string[] {
   if (command[0] !== "swarmplane-agent") return command
-  return [...config.agentCommand.map((w, i) => text(`agentCommand[${i}]`, w)), ...command.slice(1)]
+  return [...config.agentCommand.map((w, i) => quotable(`agentCommand[${i}]`, w)), ...command.slice(1)]
 }
 
 function launcher(config: SlurmConfig, image: string | undefined, command: string[]): string[] {
   if (!image || config.container.launcher === "none") return command
-  const extraArgs = config.container.extraArgs.map((w, i) => text(`container.extraArgs[${i}]`, w))
+  const extraArgs = config.container.extraArgs.map((w, i) => quotable(`container.extraArgs[${i}]`, w))
   if (config.container.launcher === "apptainer")
     return [
       "apptainer",
@@ -224,7 +227,7 @@ export function sbatchScript(config: SlurmConfig, sub: Submission): string {
     'case "$SLURM_ARRAY_TASK_ID" in',
     ...sub.entries.map(
       (e) =>
-        `  ${e.index}) export SHARD_ID=${e.shard} ATTEMPT_UID=${sh(text("attemptUid", e.attemptUid))} ;;`,
+        `  ${e.index}) export SHARD_ID=${e.shard} ATTEMPT_UID=${sh(quotable("attemptUid", e.attemptUid))} ;;`,
     ),
     '  *) echo "swarmplane: unknown array index $SLURM_ARRAY_TASK_ID" >&2; exit 64 ;;',
     "esac",
@@ -238,10 +241,10 @@ export function sbatchScript(config: SlurmConfig, sub: Submission): string {
     // signal (cancel, time limit, node failure) writes nothing: Slurm's own record tells that story.
     launcher(
       config,
-      sub.image === undefined ? undefined : text("image", sub.image),
+      sub.image === undefined ? undefined : quotable("image", sub.image),
       agentArgv(
         config,
-        sub.command.map((w, i) => text(`command[${i}]`, w)),
+        sub.command.map((w, i) => quotable(`command[${i}]`, w)),
       ),
     )
       .map(sh)

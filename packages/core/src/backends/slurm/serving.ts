@@ -19,7 +19,9 @@ import {
   exportLines,
   extraLines,
   headerLines,
+  JobNamePattern,
   outputDirOf,
+  quotable,
   setupLines,
   sh,
 } from "./script"
@@ -50,10 +52,12 @@ export const routerName = (project: string, swarm: Swarm, generation: number) =>
 const myAddress = `$(hostname -I 2>/dev/null | awk '{print $1}')`
 const freePort = `$(python3 -c 'import socket; s=socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])' 2>/dev/null || shuf -i 20000-60000 -n 1)`
 
+/** The server's argv, each word checked as text a program can receive (quoted when written). */
 function replicaCommand(swarm: Swarm): string[] {
-  if (swarm.command) return [...swarm.command, ...swarm.args]
-  if (swarm.model === "echo") return ["swarmplane-agent", "echo-server", ...swarm.args]
-  return ["vllm", "serve", swarm.model, "--host", "0.0.0.0", "--port", "$PORT", ...swarm.args]
+  const args = swarm.args.map((w, i) => quotable(`args[${i}]`, w))
+  if (swarm.command) return [...swarm.command.map((w, i) => quotable(`command[${i}]`, w)), ...args]
+  if (swarm.model === "echo") return ["swarmplane-agent", "echo-server", ...args]
+  return ["vllm", "serve", quotable("model", swarm.model), "--host", "0.0.0.0", "--port", "$PORT", ...args]
 }
 
 /** A word for the shell, except `$PORT`, which must expand. */
@@ -100,12 +104,12 @@ export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string): 
     // A requeued run starts elsewhere: its old address is gone until the new one serves.
     'rm -f "$addr"',
     `echo "swarmplane: replica $SLURM_ARRAY_TASK_ID run $(($\{SLURM_RESTART_COUNT:-0} + 1)) on $(hostname)"`,
-    `export PORT=${freePort} HOST=0.0.0.0 MODEL=${sh(swarm.model)} SWARMPLANE_REPLICA_NODES=${nodes}`,
+    `export PORT=${freePort} HOST=0.0.0.0 MODEL=${sh(quotable("model", swarm.model))} SWARMPLANE_REPLICA_NODES=${nodes}`,
     ...exportLines(swarm.env, "env"),
     ...setupLines(config),
     `${agentArgv(config, replicaCommand(swarm)).map(word).join(" ")} &`,
     "server=$!",
-    `until curl -sf -o /dev/null "http://127.0.0.1:$PORT"${sh(swarm.healthPath)}; do kill -0 $server 2>/dev/null || exit 1; sleep 1; done`,
+    `until curl -sf -o /dev/null "http://127.0.0.1:$PORT"${sh(quotable("healthPath", swarm.healthPath))}; do kill -0 $server 2>/dev/null || exit 1; sleep 1; done`,
     `echo "${myAddress}:$PORT" > "$addr.tmp" && mv "$addr.tmp" "$addr"`,
     "wait $server",
     "",
@@ -114,7 +118,10 @@ export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string): 
 
 export function routerScript(config: SlurmConfig, swarm: Swarm, name: string, replicas: string): string {
   const dir = outputDirOf(config)
-  const command = config.routerCommand ?? agentArgv(config, ["swarmplane-agent", "router"])
+  checked("replicas job name", replicas, JobNamePattern, "a swarmplane job name")
+  const command =
+    config.routerCommand?.map((w, i) => quotable(`routerCommand[${i}]`, w)) ??
+    agentArgv(config, ["swarmplane-agent", "router"])
   return [
     ...header(config, swarm, name, ["#SBATCH --cpus-per-task=1", "#SBATCH --mem=256M"]),
     "",
@@ -141,7 +148,7 @@ const submit = (name: string, dir: string) =>
   [
     `existing=$(squeue -h -t all -u "$(id -un)" --name=${sh(name)} -o %F | head -n 1)`,
     `if [ -n "$existing" ]; then cat >/dev/null; echo "$existing"; exit 0; fi`,
-    `mkdir -p ${sh(dir)} && rm -f ${sh(dir)}/${name}_*.addr && sbatch --parsable`,
+    `mkdir -p ${sh(dir)} && rm -f ${sh(dir)}/${sh(name)}_*.addr && sbatch --parsable`,
   ].join("\n")
 
 const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? ""
@@ -228,7 +235,7 @@ export function probeCommand(dir: string, swarms: Swarm[]): string {
     const names = servingNames(swarm)
     if (!names) return []
     return [
-      `for f in ${sh(dir)}/${names.replicas}_*.addr ${sh(dir)}/${names.router}_0.addr; do [ -s "$f" ] || continue; a=$(head -c 256 "$f" | tr -d '\\n'); code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$a"${sh(swarm.healthPath)} || true); echo "$(basename "$f")|$a|$code"; done`,
+      `for f in ${sh(dir)}/${sh(names.replicas)}_*.addr ${sh(dir)}/${sh(names.router)}_0.addr; do [ -s "$f" ] || continue; a=$(head -c 256 "$f" | tr -d '\\n'); code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$a"${sh(swarm.healthPath)} || true); echo "$(basename "$f")|$a|$code"; done`,
     ]
   })
   return lines.length ? lines.join("\n") : "true"
