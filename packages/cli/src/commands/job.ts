@@ -4,7 +4,7 @@
  */
 import type { Command } from "commander"
 import { Option } from "commander"
-import { allPages, type JobBody, type JobStatus } from "../client"
+import { allPages, type Client, type Job, type JobBody, type JobStatus } from "../client"
 import type { Ctx } from "../context"
 import { CliError, ExitCode, UsageError } from "../errors"
 import { formatIssue, validateBody } from "../files"
@@ -23,12 +23,48 @@ import {
   show,
 } from "../kit"
 import { Origins } from "../normalize"
+import { progress, sleep } from "../progress"
 import { eventTable, jobTable } from "../views"
 import { applyBatch, type BatchFlags, batchOptions, splitOutput, submitOutputOption } from "./job-batch"
 import { jobLogsCommand } from "./job-logs"
 import { jobStatusCommand, watchJob } from "./job-status"
 
 const Statuses: JobStatus[] = ["PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
+const Ended = new Set<string>(["SUCCEEDED", "FAILED", "CANCELLED"])
+const CancelPollMs = 1000
+
+/** `9996 of 10000 tasks ended (9996 killed)`: how far a cancel got, from the job's counts. */
+function stoppedText(job: Job): string {
+  const ended = Object.entries(job.counts)
+    .filter(([state]) => !["PENDING", "ASSIGNED", "BUILDING", "RUNNING"].includes(state))
+    .reduce((n, [, count]) => n + (count ?? 0), 0)
+  return `${ended} of ${job.spec.tasks} tasks ended (${job.counts.KILLED ?? 0} killed)`
+}
+
+/**
+ * Follow a cancelled job until it has come to rest (the control loop kills a large job's tasks a page
+ * at a time), with a progress line on stderr. Past `timeoutS`, exit 7: the cancel goes on without us.
+ */
+async function waitCancelled(ctx: Ctx, api: Client, id: string, timeoutS?: number): Promise<Job> {
+  const deadline = timeoutS ? Date.now() + timeoutS * 1000 : Number.POSITIVE_INFINITY
+  const live = progress(ctx.io.stderr, ctx.err)
+  try {
+    for (;;) {
+      const job = await api.getJob(id)
+      live.update(`cancelling job ${id}: ${stoppedText(job)}`)
+      if (Ended.has(job.status)) return job
+      if (Date.now() >= deadline)
+        throw new CliError(
+          `timed out after ${timeoutS} s waiting for job ${id} to be cancelled (${stoppedText(job)})`,
+          ExitCode.timeout,
+          `the cancel goes on; follow it with: swarmplane job status ${id} --watch`,
+        )
+      await sleep(Math.min(CancelPollMs, Math.max(0, deadline - Date.now())))
+    }
+  } finally {
+    live.done()
+  }
+}
 
 interface SubmitFlags extends BatchFlags {
   file?: string
@@ -186,22 +222,30 @@ export function jobCommands(program: Command, ctx: Ctx): void {
   examples(
     job
       .command("cancel")
-      .description("cancel a job: pending tasks are killed, running ones stopped")
+      .description(
+        "cancel a job and wait until it has come to rest: pending tasks killed, running ones stopped (a large job's tasks a page at a time)",
+      )
       .argument("<id>", "job id")
+      .option("--no-wait", "return once the cancel is recorded; the control loop carries it out")
+      .option("--timeout <seconds>", "stop waiting after this long (exit 7); the cancel goes on", integer(1))
       .addOption(outputOption()),
-    ["swarmplane job cancel job-01hx..."],
-  ).action(async (id: string, _o: unknown, cmd: Command) => {
+    ["swarmplane job cancel job-01hx...", "swarmplane job cancel job-01hx... --no-wait"],
+  ).action(async (id: string, o: { wait: boolean; timeout?: number }, cmd: Command) => {
     const { format } = common(cmd)
-    const cancelled = await (await client(ctx, cmd)).cancelJob(id)
-    if (format !== "table") return show(ctx, format, cancelled, () => "")
-    if (!ctx.io.stdout.isTTY) return out(ctx, cancelled.id)
-    const ended = ["SUCCEEDED", "FAILED", "CANCELLED"].includes(cancelled.status)
-    out(
-      ctx,
-      ended && !cancelled.cancelRequested
-        ? `job ${id} already ended ${cancelled.status}: nothing to cancel`
-        : `cancel requested for job ${id} (${cancelled.status})`,
-    )
+    const api = await client(ctx, cmd)
+    const requested = await api.cancelJob(id)
+    const alreadyEnded = Ended.has(requested.status) && !requested.cancelRequested
+    const job =
+      o.wait && !Ended.has(requested.status) ? await waitCancelled(ctx, api, id, o.timeout) : requested
+    if (format !== "table") return show(ctx, format, job, () => "")
+    if (!ctx.io.stdout.isTTY) return out(ctx, job.id)
+    if (alreadyEnded) return out(ctx, `job ${id} already ended ${job.status}: nothing to cancel`)
+    if (!Ended.has(job.status))
+      return out(
+        ctx,
+        `cancel requested for job ${id} (${job.status}, ${stoppedText(job)}); follow it with: swarmplane job status ${id} --watch`,
+      )
+    out(ctx, `job ${id} ${job.status}: ${stoppedText(job)}`)
   })
 
   examples(

@@ -13,7 +13,7 @@ import type {
 import type { Backend } from "../model/backend"
 import type { Job, Task, TaskCounts } from "../model/job"
 import type { Outcome, TaskReport } from "../model/outcome"
-import { FailedTaskStates, isLive, isTerminalTask, type TaskState } from "../model/states"
+import { FailedTaskStates, isFinished, isLive, isTerminalTask, type TaskState } from "../model/states"
 import type { Swarm } from "../model/swarm"
 import type { StoredItem } from "../store/port"
 
@@ -65,8 +65,15 @@ export class Snapshot {
     return this.all().filter((ref) => isLive(ref.task.data.state))
   }
 
+  /**
+   * Tasks waiting to be placed: PENDING, of a job that is not winding down (cancelled, or ended or
+   * failed past its tolerance, with tasks still to kill over the next passes): those are never placed,
+   * timed out or scaled for.
+   */
   pending(): TaskRef[] {
-    return this.all().filter((ref) => ref.task.data.state === "PENDING")
+    return this.all().filter(
+      (ref) => ref.task.data.state === "PENDING" && !windingDown(this.jobs.get(ref.job.id) ?? ref.job),
+    )
   }
 
   /** A job's open tasks by state. */
@@ -96,18 +103,6 @@ export class Snapshot {
     }
     if (tasks.size) this.byJob.set(jobId, tasks)
     else this.byJob.delete(jobId)
-  }
-
-  /** Take in tasks as this pass wrote them, where their new versions are not at hand. */
-  update(jobId: string, tasks: readonly Task[]): void {
-    const known = this.byJob.get(jobId)
-    this.take(
-      jobId,
-      tasks.map((data) => {
-        const prior = known?.get(data.index)?.task
-        return prior ? { ...prior, data } : ({ data } as StoredItem<Task>)
-      }),
-    )
   }
 }
 
@@ -159,6 +154,11 @@ export function planObserved(
 /** Whether a job has failed more tasks than it tolerates, by its stored counts. */
 export function failedOut(job: Job): boolean {
   return FailedTaskStates.reduce((n, st) => n + (job.counts[st] ?? 0), 0) > job.spec.maxTaskFailures
+}
+
+/** A job whose open tasks are to be killed, not run: cancelled, ended, or failed past its tolerance. */
+export function windingDown(job: Job): boolean {
+  return job.cancelRequested || isFinished(job.status) || failedOut(job)
 }
 
 /**

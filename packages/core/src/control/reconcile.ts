@@ -63,6 +63,13 @@ export const LeaseTtlMs = 60_000
 /** Jobs a pass writes at once (each job's items are its own; the store's client bounds the rest). */
 const JobsAtOnce = 8
 
+/**
+ * Tasks one pass kills at most (cancels, failures past tolerance), over all its jobs: a 10,000-task
+ * cancel takes a few short passes rather than one that holds the lease and the store for minutes, and
+ * heartbeats, other jobs and swarms are looked after in between.
+ */
+export const KillsPerPass = 1000
+
 /** The pass lost its lease (it ran past the expiry): it stops; the next holder carries on. */
 class LeaseLost extends Error {}
 
@@ -168,16 +175,28 @@ async function applyObserved(pass: Pass, observed: ReconcileResult): Promise<voi
 
 /**
  * Before placement: carry out cancels, kill what is left of jobs past their failure tolerance, repair
- * gangs; each such job is recounted with it.
+ * gangs; each such job is recounted with it. Kills are paged (`KillsPerPass`); a job with more to kill
+ * is settled again by the next pass, and its pending tasks are not placed meanwhile.
  */
 async function settleJobs(pass: Pass, due: ReadonlySet<string>): Promise<void> {
   guard(pass)
   const gangs = [...pass.touched].filter((id) => pass.snapshot.jobs.get(id)?.spec.coscheduling)
-  for (const jobId of new Set([...due, ...pass.failed, ...gangs])) {
-    const settled = await pass.rt.transitions.jobs.settle(pass.record.project, jobId, pass.fence)
+  let budget = KillsPerPass
+  // Smallest first: a 10,000-task cancel takes what the others leave of the budget, not all of it.
+  const open = (id: string) => Object.values(pass.snapshot.openCounts(id)).reduce((n, c) => n + (c ?? 0), 0)
+  const jobs = [...new Set([...due, ...pass.failed, ...gangs])].sort((a, b) => open(a) - open(b))
+  for (const jobId of jobs) {
+    // Out of kills for this pass: the job waits for the next one (a touched job is still recounted).
+    if (!budget) break
+    guard(pass)
+    const settled = await pass.rt.transitions.jobs.settle(pass.record.project, jobId, pass.fence, {
+      known: pass.snapshot.known(jobId),
+      limit: budget,
+    })
+    budget -= settled.killed
     pass.stops.push(...settled.stop)
-    pass.snapshot.update(jobId, settled.tasks)
     if (settled.job) pass.snapshot.jobs.set(jobId, settled.job)
+    pass.snapshot.take(jobId, settled.items)
     pass.touched.delete(jobId)
   }
 }

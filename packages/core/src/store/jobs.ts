@@ -23,6 +23,8 @@ import {
 
 /** Task writes in flight at once (cancels, placements). */
 const WriteConcurrency = 16
+/** Task reads by key in flight at once: a page of a thousand is read 16 at a time, not all at once. */
+const ReadConcurrency = 16
 const LogRetentionDays = 7
 
 export interface LogRecord {
@@ -151,10 +153,8 @@ export function Jobs(store: StateStore, clock: Clock) {
             consistent: true,
           }),
         )
-      const read = await Promise.all(
-        [...new Set(indexes)].map((index) =>
-          store.get<Task>(Keys.task(project, id, index), { consistent: true }),
-        ),
+      const read = await mapLimit([...new Set(indexes)], ReadConcurrency, (index) =>
+        store.get<Task>(Keys.task(project, id, index), { consistent: true }),
       )
       return read.filter((t): t is StoredItem<Task> => t !== undefined)
     },
@@ -168,8 +168,10 @@ export function Jobs(store: StateStore, clock: Clock) {
       job: Pick<Job, "project" | "id" | "backendId">,
       writes: readonly { task: Task; prior: StoredItem<Task> }[],
       fence?: number,
+      /** Writes in flight at once (default 16). */
+      concurrency = WriteConcurrency,
     ): Promise<StoredItem<Task>[]> {
-      return mapLimit(writes, WriteConcurrency, ({ task, prior }) =>
+      return mapLimit(writes, concurrency, ({ task, prior }) =>
         store.update({ ...taskItem(job, task), version: prior.version, fence: fence ?? prior.fence }),
       )
     },

@@ -6,7 +6,7 @@
  */
 import type { Job, JobSpec, Task, TaskCounts } from "../model/job"
 import type { TaskReport } from "../model/outcome"
-import { FailedTaskStates, isFinished, isTerminalTask, type TaskState } from "../model/states"
+import { FailedTaskStates, isFinished, isLive, isTerminalTask, type TaskState } from "../model/states"
 import { countsWithOpen, countTasks, deriveJobStatus, planKills, sameCounts } from "../rules/job-status"
 import { applyGangOutcome, applyOutcome, newTask, noteServing, repairGang } from "../rules/task-state"
 import type { EventLog, NewEvent } from "../store/events"
@@ -18,8 +18,19 @@ import { NotFoundError } from "../util/errors"
 
 /** Jobs of at most this many tasks are recounted whenever one of their tasks ends. */
 const RecountTasks = 100
+/**
+ * Jobs of at most this many tasks are brought to rest by the cancel request itself (their pending
+ * tasks killed at once); a larger one is only marked, and the reconcile pass kills its tasks a page at
+ * a time, so a cancel request costs a few store calls whatever the job's size.
+ */
+export const InlineCancelTasks = 100
 /** Task writes in flight at once (a cancel's kills). */
 const WriteConcurrency = 16
+/**
+ * Task writes in flight at once when a reconcile pass kills a page of a job's tasks: few, so the
+ * requests of the API and of heartbeats, which share the store, do not queue behind a thousand kills.
+ */
+const KillConcurrency = 4
 
 export interface JobTransitionDeps {
   jobs: Jobs
@@ -52,6 +63,14 @@ function taskEvents(
           : {}),
     }
   })
+}
+
+/** Stored counts with tasks ended just now added. */
+function addCounts(counts: TaskCounts, ended: TaskCounts | undefined): TaskCounts {
+  if (!ended) return counts
+  const sum: TaskCounts = { ...counts }
+  for (const [state, n] of Object.entries(ended) as [TaskState, number][]) sum[state] = (sum[state] ?? 0) + n
+  return sum
 }
 
 export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
@@ -110,14 +129,22 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
        * up to every task.
        */
       open?: TaskCounts,
+      /**
+       * Tasks the caller ended just now, by state, that the stored counts may not hold yet (a page of
+       * kills): added to the stored counts of ended tasks. Counted twice, they add up to more than every
+       * task, and the tasks are read instead.
+       */
+      ended?: TaskCounts,
     ): Promise<Job | undefined> {
       let from: Job["status"] | undefined
       const updated = await jobs.update(
         project,
         id,
         async ({ data: job }) => {
+          // A try that lost its race and then finds nothing to change records nothing: forget its `from`.
+          from = undefined
           const counts =
-            (open && countsWithOpen(job.counts, open, job.spec.tasks)) ??
+            (open && countsWithOpen(addCounts(job.counts, ended), open, job.spec.tasks)) ??
             countTasks((await jobs.readTasks(project, id)).map((t) => t.data))
           const derived = deriveJobStatus(job.spec, counts, job.spec.tasks, job.cancelRequested)
           const status = isFinished(job.status) ? job.status : derived
@@ -141,88 +168,143 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
     },
 
     /**
-     * Bring a job to rest with its tasks: kill every unfinished task when cancel was asked for or more
-     * tasks failed than the job tolerates, repair a broken gang, then recompute the job's counts and
-     * status. Returns the attempts to stop on the substrate and the tasks it changed.
+     * Bring a job toward rest with its tasks: kill unfinished tasks when cancel was asked for or more
+     * tasks failed than the job tolerates, repair a broken gang, then store the job's counts and status.
+     * At most `limit` tasks are killed in one call, those holding an attempt first, so a reconcile pass
+     * over a 10,000-task job stays short and the passes after it kill the rest. `known`: the job's open
+     * tasks as the pass's snapshot holds them; when the job item alone decides the kills (cancel, or
+     * failures past tolerance by its stored counts) they are written on those versions and counted from
+     * them, without reading the tasks. Returns the attempts to stop on the substrate, the tasks as
+     * written, how many were killed, and whether tasks are left to kill.
      */
     async settle(
       project: string,
       id: string,
       fence?: number,
-    ): Promise<{ job?: Job; stop: string[]; tasks: Task[] }> {
+      options: { known?: ReadonlyMap<number, StoredItem<Task>>; limit?: number } = {},
+    ): Promise<{
+      job?: Job
+      stop: string[]
+      tasks: Task[]
+      items: StoredItem<Task>[]
+      killed: number
+      more: boolean
+    }> {
       const head = await jobs.head(project, id)
-      if (!head) return { stop: [], tasks: [] }
+      if (!head) return { stop: [], tasks: [], items: [], killed: 0, more: false }
       const job = head.data
       const counts = job.counts
       const unfinished = Object.entries(counts).some(([state, n]) => n && !isTerminalTask(state as TaskState))
       const failedOut =
         FailedTaskStates.reduce((n, st) => n + (counts[st] ?? 0), 0) > job.spec.maxTaskFailures
-      // Reading every task is only needed to kill (cancel, failures past tolerance) or to check a gang.
-      let stop: string[] = []
+      const stop: string[] = []
       const changed: Task[] = []
+      const written = new Map<number, StoredItem<Task>>()
+      let open: TaskCounts | undefined
+      const ended: TaskCounts = {}
+      let killed = 0
+      let more = false
+      // Reading every task is only needed to kill (cancel, failures past tolerance) or to check a gang.
       if (unfinished && (job.cancelRequested || failedOut || job.spec.coscheduling)) {
-        const tasks = await jobs.readTasks(project, id)
+        // A gang's rules need all of its tasks; a job whose failures are not in its stored counts yet
+        // is judged from all of them.
+        const useKnown = options.known && !job.spec.coscheduling && (job.cancelRequested || failedOut)
+        const stored = useKnown ? [...options.known!.values()] : await jobs.readTasks(project, id)
+        const before = new Map(stored.map((t) => [t.data.index, t]))
         const now = iso(clock.now())
         const kills = planKills(
           job.spec,
-          tasks.map((t) => t.data),
-          job.cancelRequested,
+          stored.map((t) => t.data),
+          job.cancelRequested || (useKnown ? failedOut : false),
           now,
         )
+        // Tasks whose attempt holds resources on the backend go first: a page of kills frees those first.
+        const held = (t: Task) => Number(isLive(before.get(t.index)!.data.state))
+        const page = kills.changed
+          .sort((a, b) => held(b) - held(a) || a.index - b.index)
+          .slice(0, options.limit ?? kills.changed.length)
+        more = page.length < kills.changed.length
         const reason = job.cancelRequested ? "cancelled" : "job_failed"
-        const killed = await api.applyReports(
+        const result = await api.applyReports(
           job,
-          kills.changed.map((t) => ({ index: t.index, outcome: { kind: "killed" as const, reason } })),
-          fence === undefined ? {} : { fence },
+          page.map((t) => ({ index: t.index, outcome: { kind: "killed" as const, reason } })),
+          {
+            ...(fence === undefined ? {} : { fence }),
+            known: before,
+            recount: false,
+            concurrency: KillConcurrency,
+          },
         )
-        stop = killed.stop
-        changed.push(...killed.tasks)
+        stop.push(...result.stop)
+        changed.push(...result.tasks)
+        for (const item of result.items) written.set(item.data.index, item)
         if (job.spec.coscheduling && !kills.changed.length) {
           const repair = repairGang(
-            tasks.map((t) => t.data),
+            stored.map((t) => t.data),
             job.spec,
             now,
           )
-          const before = new Map(tasks.map((t) => [t.data.index, t]))
-          await jobs.writeTasks(
+          const items = await jobs.writeTasks(
             job,
             repair.changed.map((task) => ({ task, prior: before.get(task.index)! })),
             fence,
           )
+          for (const item of items) written.set(item.data.index, item)
           await events.tasks(project, id, taskEvents(id, repair.changed, before, [], "gang_repair"))
           stop.push(...repair.stop)
           changed.push(...repair.changed)
         }
+        // The job's counts from what is in hand: the open tasks after these writes, the stored counts of
+        // ended tasks and the tasks ended just now (`refresh` reads the tasks when they do not add up).
+        const after = new Map(before)
+        for (const [index, item] of written) after.set(index, item)
+        open = countTasks([...after.values()].map((t) => t.data).filter((t) => !isTerminalTask(t.state)))
+        for (const [index, item] of written)
+          if (isTerminalTask(item.data.state) && !isTerminalTask(before.get(index)!.data.state)) {
+            ended[item.data.state] = (ended[item.data.state] ?? 0) + 1
+            if (item.data.state === "KILLED") killed++
+          }
       }
       const refreshed = await api.refresh(
         project,
         id,
         job.cancelRequested ? "cancelled" : "tasks_changed",
         fence,
+        head,
+        open,
+        ended,
       )
-      return { job: refreshed ?? job, stop, tasks: changed }
+      return { job: refreshed ?? job, stop, tasks: changed, items: [...written.values()], killed, more }
     },
 
     /**
-     * Cancel: mark the job, kill the tasks that hold nothing on a backend (PENDING ones) at once, and
-     * leave live attempts to the reconcile pass, which stops them on the backend and marks them KILLED.
-     * Calling it again finishes a cancel that failed half-way.
+     * Cancel: mark the job (one write and its event) and answer. A job of at most `InlineCancelTasks`
+     * tasks also has the tasks that hold nothing on a backend (PENDING ones) killed here, so it reads
+     * CANCELLED at once; a larger one is left to the reconcile pass, which kills its tasks a page at a
+     * time, as it stops live attempts of any job on the backend and marks them KILLED. Calling it again
+     * finishes a cancel that failed half-way.
      */
     async cancel(project: string, id: string): Promise<Job> {
       let requested = false
       const marked = await jobs.update(project, id, ({ data }) => {
+        requested = false
         if (data.cancelRequested || isFinished(data.status)) return undefined
         requested = true
         return { ...data, cancelRequested: true, updatedAt: iso(clock.now()) }
       })
       if (!marked) throw new NotFoundError("job", id)
       if (isFinished(marked.data.status)) return marked.data
+      const inline = marked.data.spec.tasks <= InlineCancelTasks
       if (requested)
         await events.job(project, id, {
           from: marked.data.status,
           to: marked.data.status,
           reason: "cancel_requested",
+          ...(inline
+            ? {}
+            : { message: `${marked.data.spec.tasks} tasks: the control loop kills them a page at a time` }),
         })
+      if (!inline) return marked.data
       const loaded = await jobs.load(project, id)
       const now = iso(clock.now())
       const idle = (loaded?.tasks ?? []).filter((t) => t.data.state === "PENDING")
@@ -278,6 +360,10 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
         known?: ReadonlyMap<number, StoredItem<Task>>
         /** Take the task events instead of recording them (a caller writing many jobs records them together). */
         collect?: (events: NewEvent[]) => void
+        /** False: the caller stores the job's counts and status right after (`settle`), so this does not. */
+        recount?: boolean
+        /** Task writes in flight at once (default: the store's). */
+        concurrency?: number
       } = {},
     ): Promise<{ stop: string[]; changed: number; moved: number; tasks: Task[]; items: StoredItem<Task>[] }> {
       if (!reports.length) return { stop: [], changed: 0, moved: 0, tasks: [], items: [] }
@@ -319,6 +405,7 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
             job,
             changed.map((task) => ({ task, prior: before.get(task.index)! })),
             options.fence,
+            options.concurrency,
           )
           for (const item of written) items.set(item.data.index, item)
         } catch (error) {
@@ -337,7 +424,10 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
           0,
         )
         const recount =
-          ended > 0 && (job.spec.tasks <= RecountTasks || open - ended <= 0) && !isFinished(job.status)
+          options.recount !== false &&
+          ended > 0 &&
+          (job.spec.tasks <= RecountTasks || open - ended <= 0) &&
+          !isFinished(job.status)
         // A job that may end here has its task events written first: whoever reads it ended reads why.
         const changes = taskEvents(job.id, moved, before, reports)
         if (options.collect && !recount) options.collect(changes)

@@ -6,6 +6,7 @@ import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
 import { Job, JobDetail, JobListQuery, JobRequest, specOf, Task } from "../../model/job"
 import { countTasks, deriveJobStatus, withPendingReason } from "../../rules/job-status"
+import { InlineCancelTasks } from "../../transitions/jobs"
 import { NotFoundError, ValidationError, VisibleError } from "../../util/errors"
 import { newId, seededId } from "../../util/ids"
 import { requireRole } from "../auth"
@@ -225,8 +226,7 @@ export function jobRoutes(app: App, deps: ApiDeps): void {
       path: "/v1/jobs/{id}/cancel",
       tags: ["jobs"],
       summary: "Cancel a job",
-      description:
-        "Pending tasks are killed at once; running ones are stopped by the control loop. A finished job is left as it is.",
+      description: `Answers 202 with the job, \`cancelRequested: true\`, at once whatever its size. A job of at most ${InlineCancelTasks} tasks has its pending tasks killed in this request; a larger one is CANCELLED by the control loop, which kills its tasks a page at a time (its \`counts\` show how far it got); running tasks are stopped by the control loop. Follow the job until its status is CANCELLED. A finished job is left as it is.`,
       security,
       request: { params: idParam("Job"), headers: idempotencyHeader },
       responses: { 202: jsonResponse(Job, "Accepted."), ...errors(401, 403, 404, 422) },
