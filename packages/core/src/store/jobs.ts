@@ -79,6 +79,33 @@ export function Jobs(store: StateStore, clock: Clock) {
     return { job: head, tasks: items.filter((i) => i.type === "task") as StoredItem<Task>[] }
   }
 
+  /**
+   * Write changed tasks, each conditional on the version it was read at and, under a lease, with its
+   * fencing token. Every write is settled before this answers: returns the tasks as stored (with
+   * their new versions) and the indexes of the tasks whose write lost its race (the caller re-reads
+   * and re-applies those). Any other failure is thrown once all the writes have settled.
+   */
+  async function tryWriteTasks(
+    job: Pick<Job, "project" | "id" | "backendId">,
+    writes: readonly { task: Task; prior: StoredItem<Task> }[],
+    fence?: number,
+    /** Writes in flight at once (default 16). */
+    concurrency = WriteConcurrency,
+  ): Promise<{ items: StoredItem<Task>[]; lost: number[] }> {
+    const settled = await mapLimit(writes, concurrency, ({ task, prior }) =>
+      store.update({ ...taskItem(job, task), version: prior.version, fence: fence ?? prior.fence }).then(
+        (item) => ({ item }),
+        (error: unknown) => ({ error, index: task.index }),
+      ),
+    )
+    const failed = settled.find((s) => "error" in s && !(s.error instanceof VersionConflictError))
+    if (failed && "error" in failed) throw failed.error
+    return {
+      items: settled.flatMap((s) => ("item" in s ? [s.item] : [])),
+      lost: settled.flatMap((s) => ("error" in s ? [s.index] : [])),
+    }
+  }
+
   return {
     /**
      * Create a job and its tasks. Idempotent for a given id: when the job item exists already (a retry
@@ -159,9 +186,11 @@ export function Jobs(store: StateStore, clock: Clock) {
       return read.filter((t): t is StoredItem<Task> => t !== undefined)
     },
 
+    tryWriteTasks,
+
     /**
-     * Write changed tasks, each conditional on the version it was read at and, under a lease, with its
-     * fencing token. A lost race throws `VersionConflictError` (the caller re-reads and re-applies).
+     * Write changed tasks as `tryWriteTasks` does, all of them or a failure: a lost race throws
+     * `VersionConflictError` once every write has settled (the caller re-reads and re-applies).
      * Returns the tasks as stored (with their new versions).
      */
     async writeTasks(
@@ -171,9 +200,9 @@ export function Jobs(store: StateStore, clock: Clock) {
       /** Writes in flight at once (default 16). */
       concurrency = WriteConcurrency,
     ): Promise<StoredItem<Task>[]> {
-      return mapLimit(writes, concurrency, ({ task, prior }) =>
-        store.update({ ...taskItem(job, task), version: prior.version, fence: fence ?? prior.fence }),
-      )
+      const { items, lost } = await tryWriteTasks(job, writes, fence, concurrency)
+      if (lost.length) throw new VersionConflictError(Keys.task(job.project, job.id, lost[0]!))
+      return items
     },
 
     /**

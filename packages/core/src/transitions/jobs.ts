@@ -11,6 +11,7 @@ import { countsWithOpen, countTasks, deriveJobStatus, planKills, sameCounts } fr
 import { applyGangOutcome, applyOutcome, newTask, noteServing, repairGang } from "../rules/task-state"
 import type { EventLog, NewEvent } from "../store/events"
 import type { Jobs } from "../store/jobs"
+import { Keys } from "../store/keys"
 import { type StoredItem, VersionConflictError } from "../store/port"
 import { type Clock, iso } from "../util/clock"
 import { mapLimit } from "../util/concurrency"
@@ -342,8 +343,10 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
     /**
      * Apply reports about a job's tasks: outcomes (state changes, with the gang rules when the job is
      * coscheduled) and serving notes (where a replica listens, whether it is ready). Each task write is
-     * conditional on its version and, under a lease, carries the fencing token; a lost race re-reads and
-     * re-applies (outcomes about attempts that moved on are stale and change nothing). Records an event
+     * conditional on its version and, under a lease, carries the fencing token; the tasks whose write lost
+     * its race are re-read and the reports re-applied to them (a gang's: all its tasks), while the
+     * changes that landed keep their events and stops (outcomes about attempts that moved on are stale
+     * and change nothing). Records an event
      * per task state change. Returns the attempts to stop on the substrate, how many tasks changed,
      * how many of them changed state, and the tasks as written.
      */
@@ -369,12 +372,19 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
       if (!reports.length) return { stop: [], changed: 0, moved: 0, tasks: [], items: [] }
       const indexes = [...new Set(reports.map((r) => r.index))]
       const { known } = options
+      // What the tries whose writes landed in part changed: their events and stops are kept, and the
+      // next try redoes only the tasks that lost their race (a gang re-reads all of its tasks, on which
+      // the landed changes are already made, so they are not made or recorded twice).
+      const landed = { stop: new Set<string>(), changed: 0, moved: 0, ended: 0, events: [] as NewEvent[] }
+      const tasksOf = new Map<number, Task>()
+      const items = new Map<number, StoredItem<Task>>()
+      let pending = indexes
       for (let attempt = 0; ; attempt++) {
         const now = iso(clock.now())
         const stored =
           attempt === 0 && known && !job.spec.coscheduling && indexes.every((i) => known.has(i))
             ? indexes.map((i) => known.get(i)!)
-            : await jobs.readTasks(job.project, job.id, job.spec.coscheduling ? undefined : indexes)
+            : await jobs.readTasks(job.project, job.id, job.spec.coscheduling ? undefined : pending)
         const before = new Map(stored.map((t) => [t.data.index, t]))
         let tasks = stored.map((t) => t.data)
         const stop: string[] = []
@@ -399,26 +409,44 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
           }
         }
         const changed = tasks.filter((t) => t !== before.get(t.index)?.data)
-        const items = new Map(before)
-        try {
-          const written = await jobs.writeTasks(
-            job,
-            changed.map((task) => ({ task, prior: before.get(task.index)! })),
-            options.fence,
-            options.concurrency,
-          )
-          for (const item of written) items.set(item.data.index, item)
-        } catch (error) {
-          if (error instanceof VersionConflictError && attempt < 10) continue
-          throw error
-        }
-        const moved = changed.filter((t) => t.state !== before.get(t.index)?.data.state)
+        for (const item of stored) items.set(item.data.index, item)
+        for (const task of tasks) tasksOf.set(task.index, task)
+        const { items: written, lost } = await jobs.tryWriteTasks(
+          job,
+          changed.map((task) => ({ task, prior: before.get(task.index)! })),
+          options.fence,
+          options.concurrency,
+        )
+        for (const item of written) items.set(item.data.index, item)
+        const lostSet = new Set(lost)
+        const kept = changed.filter((t) => !lostSet.has(t.index))
+        const moved = kept.filter((t) => t.state !== before.get(t.index)?.data.state)
         // The report that ends a job's last open task brings the job to its end at once (not a pass
         // later): job lists and details read SUCCEEDED as soon as the tasks have. The job's counts are
         // only a hint of whether this is that report; the full count is taken when it may be.
-        const ended = moved.filter(
+        landed.ended += moved.filter(
           (t) => isTerminalTask(t.state) && !isTerminalTask(before.get(t.index)!.data.state),
         ).length
+        landed.changed += kept.length
+        landed.moved += moved.length
+        landed.events.push(...taskEvents(job.id, moved, before, reports))
+        // A stop goes with the task whose attempt it ends: kept when that task's write landed.
+        const ownerOf = new Map<string, number>()
+        if (lost.length)
+          for (const t of [...stored.map((item) => item.data), ...tasks])
+            for (const a of t.attempts) ownerOf.set(a.attemptUid, t.index)
+        for (const uid of stop) {
+          const owner = ownerOf.get(uid)
+          if (owner === undefined || !lostSet.has(owner)) landed.stop.add(uid)
+        }
+        if (lost.length) {
+          if (attempt < 10) {
+            pending = lost
+            continue
+          }
+          throw new VersionConflictError(Keys.task(job.project, job.id, lost[0]!))
+        }
+        const { ended } = landed
         const open = Object.entries(job.counts).reduce(
           (n, [state, count]) => n + (isTerminalTask(state as TaskState) ? 0 : (count ?? 0)),
           0,
@@ -429,11 +457,17 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
           (job.spec.tasks <= RecountTasks || open - ended <= 0) &&
           !isFinished(job.status)
         // A job that may end here has its task events written first: whoever reads it ended reads why.
-        const changes = taskEvents(job.id, moved, before, reports)
+        const changes = landed.events
         if (options.collect && !recount) options.collect(changes)
         else await events.tasks(job.project, job.id, changes)
         if (recount) await api.refresh(job.project, job.id, "tasks_ended", options.fence)
-        return { stop, changed: changed.length, moved: moved.length, tasks, items: [...items.values()] }
+        return {
+          stop: [...landed.stop],
+          changed: landed.changed,
+          moved: landed.moved,
+          tasks: [...tasksOf.values()],
+          items: [...items.values()],
+        }
       }
     },
 
