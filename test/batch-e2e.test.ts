@@ -113,7 +113,7 @@ async function answered(replicas: string[]): Promise<Map<string, number>> {
   return counts
 }
 
-describe("batch inference on the local control plane", () => {
+describe("batch inference on the local control plane", { timeout: 120_000 }, () => {
   test("1,000 rows over 4 shards: every row once in the merged outputs, with the echo response", async () => {
     const { replicas } = await swarm("batch-echo")
     const { file, rows } = input(1000, "a")

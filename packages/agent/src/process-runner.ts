@@ -12,6 +12,9 @@ import { programIssue } from "./program"
 import { GateWord, NotRunExitCode, plainSandbox, type Sandbox } from "./sandbox"
 import type { TaskUser } from "./task-user"
 
+/** How long an attempt's outcome waits, after its process exits, for its output pipes to close. */
+const PipesCloseWaitMs = 3000
+
 /** How an attempt's process ended, in the terms of `ObservedAttempt`. */
 export interface ProcessOutcome {
   state: "SUCCEEDED" | "FAILED" | "KILLED"
@@ -273,11 +276,12 @@ export class ProcessRun {
       this.logs.note("the command exited but left processes behind; stopping them")
       this.stopping ??= this.terminate(this.stragglerGraceMs, false)
     }
-    // "exit" can come before the last output is read; wait (briefly: a straggler may hold the pipes)
-    // for the pipes to close, so the final log tail is complete.
+    // "exit" can come before the last output is read; wait for the pipes to close, so the final log
+    // tail (what a retried task's message quotes) is complete. Bounded, since a straggler may hold the
+    // pipes until it is stopped; on a busy machine the last reads can trail the exit by a second.
     const closed = new Promise<void>((resolve) => {
       child.once("close", () => resolve())
-      setTimeout(resolve, 250).unref()
+      setTimeout(resolve, PipesCloseWaitMs).unref()
     })
     void closed.then(() => this.finish(outcome))
   }
