@@ -181,7 +181,10 @@ export async function slurmRuns(
     // Still waiting in the queue counts as left on the cluster; cancelled while it waited never ran.
     const pending = state === "PENDING" || !Number.isFinite(start)
     if (!pending && state === "CANCELLED" && start === end) continue
-    if (owner.attempt.target !== target)
+    // An attempt whose submission landed but whose Slurm id the store never learned (a launch that
+    // failed after taking effect, then the job ended before a pass adopted it) ran as itself: what is
+    // wrong there is that nothing stops it, which the leftover check reports (known: stop-lost).
+    if (owner.attempt.target !== undefined && owner.attempt.target !== target)
       violations.push({
         invariant: "budget",
         subject: `${owner.jobId}/${owner.task.index}`,

@@ -221,8 +221,11 @@ export class ProcessAttempt implements Attempt {
     if (progress && JSON.stringify(progress) !== this.sentProgress) report.progress = progress
     const logs = this.run?.logs
     const version = logs?.version ?? -1
-    if (logs && version !== this.sentLogVersion) report.logTail = logs.text(ReportLimits.logTail)
     const final = outcome !== undefined
+    // A final state carries the tail even when an earlier heartbeat sent it: the control plane quotes
+    // the last lines in why the attempt failed, from the report that says it failed.
+    if (logs && (version !== this.sentLogVersion || (final && !this.finalDelivered)))
+      report.logTail = logs.text(ReportLimits.logTail)
     return {
       report,
       delivered: () => {
