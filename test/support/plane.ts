@@ -6,7 +6,9 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
 import { memoryLogger } from "@swarmplane/core/util/logger"
+import { retryAfterMs } from "@swarmplane/core/util/retry-after"
 import { type LocalControlPlane, startLocalControlPlane } from "../../functions/local/control-plane"
 import { root } from "./local"
 
@@ -47,17 +49,26 @@ export async function startPlane(
     dir,
     workerKey,
     async call(method, path, body, key, headers = {}) {
-      const res = await fetch(`${plane.url}${path}`, {
-        method,
-        headers: {
-          ...headers,
-          Authorization: `Bearer ${key ?? plane.adminKey}`,
-          ...(body === undefined ? {} : { "Content-Type": "application/json" }),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      })
-      const text = await res.text()
-      return { status: res.status, json: text ? JSON.parse(text) : undefined }
+      // A well-behaved client: a 429 waits for its Retry-After and tries again, as the CLI does. A
+      // test that sends many requests in a burst is about what they do, not about the rate limit
+      // (api/rate-limit.test.ts is).
+      for (let tries = 1; ; tries++) {
+        const res = await fetch(`${plane.url}${path}`, {
+          method,
+          headers: {
+            ...headers,
+            Authorization: `Bearer ${key ?? plane.adminKey}`,
+            ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+          },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        })
+        const text = await res.text()
+        if (res.status === 429 && tries < 5) {
+          await sleep(retryAfterMs(res.headers.get("retry-after")) ?? 1000)
+          continue
+        }
+        return { status: res.status, json: text ? JSON.parse(text) : undefined }
+      }
     },
     stop: () => plane.stop(),
   }

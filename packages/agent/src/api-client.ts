@@ -9,6 +9,7 @@ import {
   type RegisterWorkerRequest,
   WorkerCredentialHeader,
 } from "@swarmplane/core/contract/worker"
+import { retryAfterMs } from "@swarmplane/core/util/retry-after"
 
 export type RegisterBody = z.input<typeof RegisterWorkerRequest>
 
@@ -37,6 +38,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly retryable: boolean,
+    /** The server's `Retry-After` (429, 503): no try before this many ms. */
+    readonly retryAfterMs?: number,
   ) {
     super(message)
   }
@@ -93,7 +96,13 @@ export function controlPlane(options: ControlPlaneOptions): ControlPlane {
     const message = typeof error.message === "string" ? error.message : text.slice(0, 200) || res.statusText
     // 409: an earlier try with the same idempotency key is still running; 429 and 5xx: transient.
     const retryable = res.ok || [408, 409, 429].includes(res.status) || res.status >= 500
-    throw new ApiError(res.status, code, `POST ${path}: ${res.status} ${code}: ${message}`, retryable)
+    throw new ApiError(
+      res.status,
+      code,
+      `POST ${path}: ${res.status} ${code}: ${message}`,
+      retryable,
+      retryAfterMs(res.headers.get("retry-after"), Date.now(), 60_000),
+    )
   }
 
   return {

@@ -238,6 +238,19 @@ describe("worker loop", () => {
     expect(livingSleeps(marker)).toHaveLength(1)
   })
 
+  it("waits as long as a 429's Retry-After asks before the next heartbeat, longer than its own backoff", async () => {
+    await startAgent()
+    await cp.waitForHeartbeat(() => true)
+    cp.failWith(429, 1)
+    const from = cp.rejected
+    await waitFor("three refused heartbeats", () => cp.rejected >= from + 3, { timeoutMs: 10_000 })
+    cp.failWith(undefined)
+    // The agent's own backoff here is at most 200 ms; the server asked for 1 s between tries.
+    const refused = cp.rejectedAt.slice(from)
+    const gaps = refused.slice(1).map((t, i) => t - (refused[i] ?? 0))
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(900)
+  })
+
   it("on 410 worker.dead stops everything and registers again as a new worker", async () => {
     await startAgent()
     const marker = sleepMarker()

@@ -65,6 +65,8 @@ export class WorkerAgent {
   private kicked = false
   private wake: (() => void) | undefined
   private failures = 0
+  /** The last failed heartbeat's `Retry-After`, ms. */
+  private retryAfter: number | undefined
   private beats = 0
 
   constructor(private readonly options: WorkerOptions) {
@@ -144,7 +146,7 @@ export class WorkerAgent {
         if (error instanceof ApiError && !error.retryable)
           throw new FatalError(`registration refused: ${error.message}`)
         this.log.warn(`registration failed (try ${failures}): ${message(error)}`)
-        await this.pause(this.backoff(failures))
+        await this.pause(this.backoff(failures, error instanceof ApiError ? error.retryAfterMs : undefined))
       }
     }
   }
@@ -184,6 +186,7 @@ export class WorkerAgent {
         return true
       }
       this.failures++
+      this.retryAfter = error instanceof ApiError ? error.retryAfterMs : undefined
       this.log.warn(`heartbeat failed (try ${this.failures}), work goes on: ${message(error)}`)
       return false
     }
@@ -263,7 +266,7 @@ export class WorkerAgent {
 
   /** Wait for the interval, or less after a local change (never under the minimum gap), or back off. */
   private async waitForNext(ok: boolean): Promise<void> {
-    if (!ok) return this.pause(this.backoff(this.failures))
+    if (!ok) return this.pause(this.backoff(this.failures, this.retryAfter))
     const minGap = this.options.minHeartbeatGapMs ?? 250
     while (!this.stopping) {
       const now = Date.now()
@@ -309,11 +312,13 @@ export class WorkerAgent {
     return Math.min(Math.max(seconds * 1000, this.options.minHeartbeatGapMs ?? 250), 300_000)
   }
 
-  private backoff(failures: number): number {
+  /** The pause before the next try: backoff with jitter, never sooner than the server's `Retry-After`. */
+  private backoff(failures: number, retryAfter?: number): number {
     const { initial, max } = this.options.backoffMs ?? { initial: 500, max: 30_000 }
     const base = Math.min(max, initial * 2 ** Math.min(failures - 1, 20))
     // Jitter, so a fleet that lost the control plane together does not come back in lockstep.
-    return base / 2 + Math.random() * (base / 2)
+    const jittered = base / 2 + Math.random() * (base / 2)
+    return Math.max(jittered, retryAfter ?? 0)
   }
 
   private async pause(ms: number): Promise<void> {

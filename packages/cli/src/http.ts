@@ -4,6 +4,7 @@
  * twice), and every failure turned into an `ApiError`.
  */
 import { randomUUID } from "node:crypto"
+import { retryAfterMs } from "@swarmplane/core/util/retry-after"
 
 /**
  * A failed call. `status` is the HTTP status, 0 when no answer came (then `code` is
@@ -15,6 +16,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly details?: unknown,
+    /** The server's `Retry-After` (429, 503), ms: the next try waits at least this long. */
+    readonly retryAfterMs?: number,
   ) {
     super(message)
     this.name = "ApiError"
@@ -49,6 +52,8 @@ export interface Answer<T> {
 }
 
 const Attempts = 3
+/** A CLI call waits at most this long on one `Retry-After` before it tries again. */
+const MaxRetryAfterMs = 10_000
 
 export type Transport = <T>(request: Request) => Promise<Answer<T>>
 
@@ -72,7 +77,8 @@ export function transport(options: HttpOptions): Transport {
         return await once<T>(doFetch, url, request.method, headers, body, timeoutOf(options, request))
       } catch (error) {
         if (!(error instanceof ApiError) || !retryable(error) || attempt >= Attempts) throw error
-        await new Promise((resolve) => setTimeout(resolve, delay * 2 ** (attempt - 1)))
+        const pause = Math.max(delay * 2 ** (attempt - 1), error.retryAfterMs ?? 0)
+        await new Promise((resolve) => setTimeout(resolve, pause))
       }
     }
   }
@@ -124,7 +130,13 @@ async function once<T>(
       : res.ok
         ? `${method} ${url.pathname} answered ${res.status} without a JSON body; is ${url.origin} a swarmplane API?`
         : `${method} ${url.pathname} failed with ${res.status} ${res.statusText}${text ? `: ${text.slice(0, 200)}` : ""}`
-  throw new ApiError(res.status, code, message, error.details)
+  throw new ApiError(
+    res.status,
+    code,
+    message,
+    error.details,
+    retryAfterMs(res.headers.get("retry-after"), Date.now(), MaxRetryAfterMs),
+  )
 }
 
 function networkError(url: URL, error: unknown, timeoutMs: number): ApiError {

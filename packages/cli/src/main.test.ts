@@ -109,6 +109,21 @@ describe("requests", () => {
     expect(posts[0]?.body).toEqual({ tasks: 2, command: ["true"] })
   })
 
+  test("a 429 is retried no sooner than its Retry-After asks", async () => {
+    const res = await run(["job", "submit", "--", "true"], {
+      routes: {
+        "POST /v1/jobs": ({ n }) =>
+          n === 1
+            ? { ...apiError(429, "rate_limited", "slow down"), headers: { "retry-after": "2" } }
+            : { status: 202, body: jobOf() },
+      },
+    })
+    expect(res.code).toBe(0)
+    const [first, second] = res.requests.filter((r) => r.method === "POST")
+    // The CLI's own first pause is 500 ms; the server asked for 2 s.
+    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(1900)
+  })
+
   test("job submit turns flags into a JobSpec and checks it before sending", async () => {
     const res = await run(
       [

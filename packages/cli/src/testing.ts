@@ -14,7 +14,7 @@ export interface Captured {
   stdout: string
   stderr: string
   /** Requests the fake API saw. */
-  requests: { method: string; path: string; headers: Headers; body?: unknown }[]
+  requests: { method: string; path: string; headers: Headers; body?: unknown; at: number }[]
 }
 
 export type Route = (req: {
@@ -31,7 +31,13 @@ export function fakeFetch(routes: Record<string, Route>, seen: Captured["request
     const url = new URL(String(input))
     const method = init?.method ?? "GET"
     const body = typeof init?.body === "string" ? JSON.parse(init.body) : undefined
-    seen.push({ method, path: url.pathname + url.search, headers: new Headers(init?.headers), body })
+    seen.push({
+      method,
+      path: url.pathname + url.search,
+      headers: new Headers(init?.headers),
+      body,
+      at: Date.now(),
+    })
     const key = `${method} ${url.pathname}`
     const n = (counts.get(key) ?? 0) + 1
     counts.set(key, n)

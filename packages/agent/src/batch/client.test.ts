@@ -1,8 +1,9 @@
 /** The endpoint client against real sockets: what is retried, what is final, and how a row's failure reads. */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
+import { retryAfterMs } from "@swarmplane/core/util/retry-after"
 import { afterEach, describe, expect, it } from "vitest"
-import { backoffMs, endpointBase, endpointClient, retryAfterMs, StoppedError } from "./client"
+import { backoffMs, endpointBase, endpointClient, StoppedError } from "./client"
 
 const servers: ReturnType<typeof createServer>[] = []
 afterEach(async () => {

@@ -7,6 +7,7 @@
 import { Agent as HttpAgent, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { setTimeout as sleep } from "node:timers/promises"
+import { retryAfterMs } from "@swarmplane/core/util/retry-after"
 
 export interface RetryPolicy {
   /** Retries after the first try (so at most `maxRetries + 1` requests per row). */
@@ -33,9 +34,6 @@ export class StoppedError extends Error {
   }
 }
 
-/** A `Retry-After` beyond this is clamped: a row should not sleep for hours on one header. */
-const RetryAfterCapMs = 300_000
-
 /**
  * The pause before retry `n` (1-based): "equal jitter", a uniform draw in [b/2, b] where
  * b = min(maxMs, initialMs · 2^(n-1)). Half the step stays fixed so retries still back off; the other
@@ -44,15 +42,6 @@ const RetryAfterCapMs = 300_000
 export function backoffMs(n: number, policy: RetryPolicy, random: () => number = Math.random): number {
   const base = Math.min(policy.maxMs, policy.initialMs * 2 ** Math.min(n - 1, 30))
   return base / 2 + random() * (base / 2)
-}
-
-/** `Retry-After` in ms (delta-seconds or an HTTP date); undefined when absent or unreadable. */
-export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
-  if (header === null || header.trim() === "") return undefined
-  const seconds = Number(header)
-  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - now
-  if (!Number.isFinite(ms)) return undefined
-  return Math.min(Math.max(ms, 0), RetryAfterCapMs)
 }
 
 /** `http://host:port/v1/` → `http://host:port`: paths are added per API. */

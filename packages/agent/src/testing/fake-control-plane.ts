@@ -27,6 +27,8 @@ export interface FakeControlPlane {
   heartbeats: Heartbeat[]
   /** Heartbeats answered with an injected failure. */
   rejected: number
+  /** When each refused heartbeat arrived (ms since the epoch). */
+  rejectedAt: number[]
   /** Workers that left (`POST /v1/workers/{id}/leave`), in order. */
   left: string[]
   /** Requests that broke the contract (bad body, bad token); a test should expect none. */
@@ -35,8 +37,8 @@ export interface FakeControlPlane {
   setDesired(desired: DesiredAttempt[]): void
   /** Answer the next heartbeats of this worker with 410 `worker.dead`. */
   declareDead(workerId: string): void
-  /** Answer heartbeats with this status (e.g. 503) until set back to undefined. */
-  failWith(status: number | undefined): void
+  /** Answer heartbeats with this status (e.g. 503, or 429 with a `Retry-After` in s) until set back to undefined. */
+  failWith(status: number | undefined, retryAfterS?: number): void
   /** The newest report of an attempt, if any heartbeat carried it. */
   latest(attemptUid: string): ObservedAttempt | undefined
   /** Resolve with the first report of the attempt (from now on) that matches; reject at the deadline. */
@@ -57,6 +59,7 @@ export async function startFakeControlPlane(
   const interval = options.heartbeatIntervalS ?? 1
   let desired: DesiredAttempt[] = []
   let failure: number | undefined
+  let failureRetryAfter: number | undefined
   const dead = new Set<string>()
   // Each worker's credential, as the real control plane issues them: only it may heartbeat or leave.
   const workers = new Map<string, string>()
@@ -68,14 +71,16 @@ export async function startFakeControlPlane(
     registrations: [],
     heartbeats: [],
     rejected: 0,
+    rejectedAt: [],
     left: [],
     violations: [],
     setDesired: (next) => {
       desired = next
     },
     declareDead: (id) => dead.add(id),
-    failWith: (status) => {
+    failWith: (status, retryAfterS) => {
       failure = status
+      failureRetryAfter = retryAfterS
     },
     latest: (uid) =>
       fake.heartbeats
@@ -155,7 +160,10 @@ export async function startFakeControlPlane(
         return send(res, 410, error("worker.dead", `worker ${workerId} was declared dead`))
       if (failure) {
         fake.rejected++
-        return send(res, failure, error("internal", "injected failure"))
+        fake.rejectedAt.push(Date.now())
+        const headers: Record<string, string> =
+          failureRetryAfter === undefined ? {} : { "retry-after": String(failureRetryAfter) }
+        return send(res, failure, error("internal", "injected failure"), headers)
       }
       const parsed = HeartbeatRequest.safeParse(body)
       if (!parsed.success) return violation(res, `heartbeat: ${parsed.error.message}`)
@@ -190,8 +198,13 @@ function error(code: string, message: string) {
   return { error: { code, message, details: [] } }
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { "content-type": "application/json" })
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers })
   res.end(JSON.stringify(body))
 }
 
