@@ -3,13 +3,13 @@
  * an `ApiError` that says whether trying again can help, so the loop never has to read status codes.
  */
 import type { z } from "@hono/zod-openapi"
+import { retryAfterMs } from "@swarmplane/core/contract/retry-after"
 import {
   type DesiredAttempt,
   type ObservedAttempt,
   type RegisterWorkerRequest,
   WorkerCredentialHeader,
 } from "@swarmplane/core/contract/worker"
-import { retryAfterMs } from "@swarmplane/core/util/retry-after"
 
 export type RegisterBody = z.input<typeof RegisterWorkerRequest>
 

@@ -4,7 +4,7 @@
  * twice), and every failure turned into an `ApiError`.
  */
 import { randomUUID } from "node:crypto"
-import { retryAfterMs } from "@swarmplane/core/util/retry-after"
+import { retryAfterMs } from "@swarmplane/core/contract/retry-after"
 
 /**
  * A failed call. `status` is the HTTP status, 0 when no answer came (then `code` is

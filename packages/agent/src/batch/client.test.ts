@@ -1,7 +1,7 @@
 /** The endpoint client against real sockets: what is retried, what is final, and how a row's failure reads. */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { retryAfterMs } from "@swarmplane/core/util/retry-after"
+import { retryAfterMs } from "@swarmplane/core/contract/retry-after"
 import { afterEach, describe, expect, it } from "vitest"
 import { backoffMs, endpointBase, endpointClient, StoppedError } from "./client"
 

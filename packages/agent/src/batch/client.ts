@@ -7,7 +7,7 @@
 import { Agent as HttpAgent, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { setTimeout as sleep } from "node:timers/promises"
-import { retryAfterMs } from "@swarmplane/core/util/retry-after"
+import { retryAfterMs } from "@swarmplane/core/contract/retry-after"
 
 export interface RetryPolicy {
   /** Retries after the first try (so at most `maxRetries + 1` requests per row). */
