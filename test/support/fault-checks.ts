@@ -1,7 +1,8 @@
 /**
  * The invariants a fault run must keep, checked against what the store holds and what the simulated
  * workers did:
- *   terminal    every job ends (SUCCEEDED, FAILED or CANCELLED) once the faults stop;
+ *   terminal    every job ends (SUCCEEDED, FAILED or CANCELLED) once the faults stop, and no task still
+ *               waits for its substrate to confirm an ended attempt stopped;
  *   outcome     and ends as its spec and its user say (a task that fails fewer times than its retries
  *               allow succeeds; a cancelled job is CANCELLED); no submission made two jobs;
  *   budget      no task took more attempts than its budgets allow, every attempt a worker ran is one the
@@ -36,12 +37,8 @@ export interface Violation {
  * expected failure) so the runs keep checking everything else.
  */
 export const KnownBugs = {
-  "placed-before-stopped":
-    "a task sent back to PENDING while its attempt still runs (a gang member's retry sends its live siblings back; a preemption) is placed again at once, and its new attempt can start before the worker stops the old one at its next heartbeat: rules/task-state.ts applyGangOutcome/repairGang and the preempted case of applyOutcome end the attempt in the store only, and control/plan.ts readyToPlace does not wait for the stop to be confirmed",
   "events-not-atomic":
     "a state change and its event are two writes: when the event write fails, or the pass or request fails between them (another job's write in the same batch, a failed write of a sibling task, a write whose answer was lost), the change stays without its event: control/reconcile.ts apply (events of every job of a batch written once, after all), transitions/jobs.ts applyReports (a task write that fails other than by a lost race, or whose answer was lost, after its siblings' writes landed: the call throws and the landed tasks' events, and their stops, are dropped; a lost race is retried and keeps them), settle's gang repair (a lost race on one task of the repair throws after the others landed) and create (a retried submission finds the job and writes no `created` event)",
-  "stop-lost":
-    "a delegated backend's attempt that the store ended (a cancel's kill, a job failed past its tolerance) keeps running on the cluster when the pass fails after the commit and before its stops (any later step: a failed launch, a lost lease) or the stop call itself fails, or the kill's write landed in a call of applyReports that then failed on a sibling write (see events-not-atomic): control/reconcile.ts keeps the stops in the pass only (`pass.stops`, run by `effects` at its end), and the ended task leaves the active index, so no later pass stops it",
 } as const
 
 const jobIdOf = (pk: string) => pk.slice(pk.indexOf("#JOB#") + 5)
@@ -187,8 +184,6 @@ export interface CheckInput {
   now: number
   /** How long after the store ended an attempt its run may go on (its worker learns at a heartbeat). */
   leftoverGraceMs: number
-  /** The backend stops attempts with a call after the commit (a delegated backend, e.g. Slurm). */
-  stopsAfterCommit?: boolean
 }
 
 export async function checkInvariants(input: CheckInput): Promise<Violation[]> {
@@ -215,6 +210,13 @@ export async function checkInvariants(input: CheckInput): Promise<Violation[]> {
     if (tasks.length !== job.spec.tasks)
       v("outcome", job.id, `${tasks.length} tasks stored of ${job.spec.tasks}`)
     for (const t of tasks) budget(job, t.data, v)
+    for (const t of tasks)
+      if (t.data.stopping)
+        v(
+          "terminal",
+          `${job.id}/${t.data.index}`,
+          `still waits for its substrate to confirm attempt ${t.data.stopping.attemptUid} stopped (since ${t.data.stopping.since}; task ${t.data.state})`,
+        )
     const list = await all((c) =>
       repos.events.ofJob(project, job.id, { limit: 200, ...(c ? { cursor: c } : {}) }),
     )
@@ -267,23 +269,16 @@ export async function checkInvariants(input: CheckInput): Promise<Violation[]> {
         invariant: "leftover",
         subject: `${run.jobId}/${run.index}`,
         detail: `attempt ${run.attemptUid} ${run.endedAt === undefined ? "still runs" : "ran"} on ${run.workerId}${ended !== undefined ? ` ${Math.round(((run.endedAt ?? input.now) - ended) / 1000)} s after the store ended it ${attempt?.state} (${attempt?.reason ?? ""})` : ""} (job ${job?.status}, task ${task?.state})`,
-        // A delegated backend stops an attempt with a call after the commit: one that is lost is never made again.
-        ...(input.stopsAfterCommit && ["KILLED", "PREEMPTED", "WORKER_FAILED"].includes(attempt?.state ?? "")
-          ? { known: "stop-lost" as const }
-          : {}),
       })
   }
   for (const o of substrate.overlaps) {
     const [jobId = "", index] = o.task.split("/")
     const attempts = tasksOf.get(jobId)?.find((t) => String(t.data.index) === index)?.data.attempts ?? []
     const earlier = attempts.filter((a) => o.uids.slice(0, -1).includes(a.attemptUid))
-    // The earlier attempt was ended in the store by a gang retry or a preemption while it still ran.
-    const known = earlier.every((a) => a.reason === "gang_retry" || a.state === "PREEMPTED")
     out.push({
       invariant: "concurrent",
       subject: o.task,
       detail: `attempts ${o.uids.join(" and ")} ran at once (from ${new Date(o.at).toISOString()}; the earlier ended ${earlier.map((a) => `${a.state} ${a.reason ?? ""}`).join(", ")})`,
-      ...(known && earlier.length ? { known: "placed-before-stopped" as const } : {}),
     })
   }
   return out

@@ -54,6 +54,8 @@ export interface FaultRunResult {
   byStatus: Record<string, number>
   /** Attempts the simulated workers started. */
   runs: number
+  /** Attempts the control plane ended while they ran (gang retries, preemptions, kills of running ones). */
+  endedWhileRunning: number
   passes: { ran: number; skipped: number; failed: number }
   heartbeats: { ok: number; failed: number }
   /** Simulated seconds, and wall-clock milliseconds the run took. */
@@ -246,7 +248,15 @@ export async function runFaultRun(options: FaultRunOptions): Promise<FaultRunRes
   const jobs = await clean.jobs.list(project, { limit: 1000 })
   const byStatus: Record<string, number> = {}
   for (const j of jobs.items) byStatus[j.status] = (byStatus[j.status] ?? 0) + 1
+  // Attempts the control plane ended while their run went on (the substrate stopped them after).
+  let endedWhileRunning = 0
+  for (const j of jobs.items)
+    for (const t of (await clean.jobs.load(project, j.id))?.tasks ?? [])
+      endedWhileRunning += t.data.attempts.filter(
+        (a) => a.reason === "gang_retry" || a.state === "PREEMPTED" || (a.state === "KILLED" && a.startedAt),
+      ).length
   return {
+    endedWhileRunning,
     seed,
     profile,
     jobs: count,

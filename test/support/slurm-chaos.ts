@@ -169,6 +169,10 @@ export async function slurmRuns(
     const start = Date.parse(f.StartTime ?? "")
     const end = Date.parse(f.EndTime ?? "")
     const state = f.JobState ?? ""
+    // The record of an array's pending rest that was cancelled (every index of it one by one:
+    // `ArrayTaskId=4294967294`, or all at once: a range) stands for tasks that never ran.
+    const single = /^\d+$/.test(f.ArrayTaskId ?? "") && Number(f.ArrayTaskId) < 4294967294
+    if (!single && state === "CANCELLED") continue
     const owner = byTarget.get(target) ?? bySubmission.get(`${f.JobName}#${f.ArrayTaskId}`)
     if (!owner) {
       violations.push({

@@ -78,6 +78,12 @@ export interface LaunchResult {
 export interface ReconcileRequest {
   /** Tasks with a live attempt on this backend. */
   live: TaskRef[]
+  /**
+   * Tasks whose last attempt the control plane ended but the substrate may still run (`task.stopping`).
+   * The backend answers a `stopped` outcome for each it no longer runs, and lists in `unstopped` those
+   * it still does (they are stopped again after the commit). Absent: none.
+   */
+  stopping?: TaskRef[]
   /** When the previous pass finished; a long gap means the control loop was away (see `WorkerStoreBackend`). */
   lastPassAt?: number
   /**
@@ -102,6 +108,11 @@ export interface ReconcileResult {
    * `Slurm: waiting for resources`): shown as the task's `pendingReason` until it starts.
    */
   waiting?: { ref: TaskRef; reason: string }[]
+  /**
+   * Of `stopping`, the attempts the substrate still runs, with where when the store does not know it
+   * (a submission whose answer was lost): the control plane stops them again.
+   */
+  unstopped?: { ref: TaskRef; target?: string }[]
 }
 
 /** Effects to run after the state commit (e.g. stop these attempts on the substrate). */

@@ -155,3 +155,39 @@ test("placement: a reason per waiting job, only when it changed", () => {
   ])
   expect(planned.reasons).toEqual([{ jobId: "b", reason: "needs 4 GPUs" }])
 })
+
+test("a task whose last attempt is still being stopped is not placed, and a gang waits for all its members", () => {
+  const j = job("j", { PENDING: 2 })
+  const gang = job("g", { PENDING: 3 }, {}, { tasks: 3, coscheduling: {} })
+  const stopping = { attemptUid: "a-1", since: at(now - 1000) }
+  const refs: TaskRef[] = [
+    { job: j, task: task(0, "PENDING") },
+    { job: j, task: task(1, "PENDING", { stopping }) },
+    { job: gang, task: task(0, "PENDING") },
+    { job: gang, task: task(1, "PENDING", { stopping }) },
+    { job: gang, task: task(2, "PENDING") },
+  ]
+  expect(readyToPlace(refs, now).map((r) => `${r.job.id}/${r.task.data.index}`)).toEqual(["j/0"])
+  // One member backing off after its failure holds the gang too.
+  const backoff: TaskRef[] = [
+    { job: gang, task: task(0, "PENDING", { retryAt: at(now + 1000) }) },
+    { job: gang, task: task(1, "PENDING") },
+  ]
+  expect(readyToPlace(backoff, now)).toEqual([])
+  expect(readyToPlace(backoff, now + 1000)).toHaveLength(2)
+})
+
+test("the snapshot keeps an ended task while its attempt is being stopped, apart from the open ones", () => {
+  const j = job("j", { RUNNING: 1 })
+  const s = snapshot([j], [["j", task(0, "RUNNING")]])
+  const killed = { ...task(0, "KILLED", { stopping: { attemptUid: "a-0", since: at(now) } }), version: 4 }
+  s.take("j", [killed])
+  expect(s.live()).toEqual([])
+  expect(s.openCounts("j")).toEqual({})
+  expect(s.stopping().map((r) => r.task.version)).toEqual([4])
+  // A write on it (the confirmation) starts from its version, and once it lands the task leaves.
+  expect(s.known("j").get(0)?.version).toBe(4)
+  s.take("j", [{ ...task(0, "KILLED"), version: 5 }])
+  expect(s.stopping()).toEqual([])
+  expect(s.known("j").size).toBe(0)
+})

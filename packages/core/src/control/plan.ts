@@ -39,6 +39,8 @@ export class Snapshot {
   readonly jobs: Map<string, Job>
   /** Open tasks by job, then by index, as last seen stored. */
   private readonly byJob = new Map<string, Map<number, TaskRef>>()
+  /** Tasks whose last attempt is being stopped (`task.stopping`), any state, by job and index. */
+  private readonly unstopped = new Map<string, TaskRef>()
   /** Where each attempt seen in this pass runs, for the stops after the commit. */
   readonly targets = new Map<string, string | undefined>()
 
@@ -58,6 +60,11 @@ export class Snapshot {
   /** Every open task. */
   all(): TaskRef[] {
     return [...this.byJob.values()].flatMap((tasks) => [...tasks.values()])
+  }
+
+  /** Tasks whose last attempt the control plane ended and the substrate has not confirmed stopped. */
+  stopping(): TaskRef[] {
+    return [...this.unstopped.values()]
   }
 
   /** Tasks whose attempt holds resources on the backend. */
@@ -84,9 +91,11 @@ export class Snapshot {
     return counts
   }
 
-  /** A job's open tasks as last seen stored, by index. */
+  /** A job's open tasks, and its ended ones still being stopped, as last seen stored, by index. */
   known(jobId: string): Map<number, StoredItem<Task>> {
-    return new Map([...(this.byJob.get(jobId)?.values() ?? [])].map((ref) => [ref.task.data.index, ref.task]))
+    const refs = [...(this.byJob.get(jobId)?.values() ?? [])]
+    for (const ref of this.unstopped.values()) if (ref.job.id === jobId) refs.push(ref)
+    return new Map(refs.map((ref) => [ref.task.data.index, ref.task]))
   }
 
   /** Take in tasks as stored (with their versions). */
@@ -98,6 +107,9 @@ export class Snapshot {
       const attempt = task.data.attempts.at(-1)
       if (attempt)
         this.targets.set(attempt.attemptUid, attempt.target ?? this.targets.get(attempt.attemptUid))
+      const key = taskKey(jobId, task.data.index)
+      if (task.data.stopping) this.unstopped.set(key, { job, task })
+      else this.unstopped.delete(key)
       if (isTerminalTask(task.data.state)) tasks.delete(task.data.index)
       else tasks.set(task.data.index, { job, task })
     }
@@ -212,9 +224,17 @@ export function planTimeouts(pending: readonly TaskRef[], now: number): Entry[] 
     )
 }
 
-/** Pending tasks that may be placed now: a task retried after a failure waits out its backoff. */
+/**
+ * Pending tasks that may be placed now: a task retried after a failure waits out its backoff, one
+ * whose last attempt is still being stopped waits for that, and a gang waits for all its members.
+ */
 export function readyToPlace(pending: readonly TaskRef[], now: number): TaskRef[] {
-  return pending.filter((ref) => !ref.task.data.retryAt || Date.parse(ref.task.data.retryAt) <= now)
+  const ready = (ref: TaskRef) =>
+    // Its last attempt may still run (a gang retry, a preemption): not until its substrate says it stopped.
+    !ref.task.data.stopping && (!ref.task.data.retryAt || Date.parse(ref.task.data.retryAt) <= now)
+  // A gang is placed whole: while one member waits (its backoff, its old attempt's stop), all of it does.
+  const held = new Set(pending.filter((ref) => ref.job.spec.coscheduling && !ready(ref)).map((r) => r.job.id))
+  return pending.filter((ref) => ready(ref) && !held.has(ref.job.id))
 }
 
 /**
@@ -236,7 +256,8 @@ export function planPlacement(
     }),
   )
   const preemptions = result.preemptions.map((p) =>
-    outcome(p.ref, { kind: "preempted", attemptUid: currentUid(p.ref), reason: p.reason }),
+    // It still runs until its substrate stops it: the task is placed again once that is confirmed.
+    outcome(p.ref, { kind: "preempted", attemptUid: currentUid(p.ref), reason: p.reason, stop: true }),
   )
   const placed = new Set(result.assignments.map((a) => keyOf(a.ref)))
   const firstWaiting = new Map<string, TaskRef>()
@@ -284,6 +305,19 @@ export function planLaunch(result: LaunchResult, now: number): Entry[] {
       })
     }),
   ]
+}
+
+/**
+ * Attempts ended in an earlier pass that the substrate still runs (their stop was lost, or has not
+ * taken yet): stopped again after this pass's commit, with where they run when the backend found it.
+ */
+export function restops(
+  observed: Pick<ReconcileResult, "unstopped">,
+): { attemptUid: string; target?: string }[] {
+  return (observed.unstopped ?? []).flatMap(({ ref, target }) => {
+    const uid = ref.task.data.stopping?.attemptUid
+    return uid ? [{ attemptUid: uid, ...(target ? { target } : {}) }] : []
+  })
 }
 
 /** Stops to run on the substrate after the commit, each with where its attempt runs. */

@@ -296,3 +296,74 @@ test("a backend of a type this release does not implement (stored by another): i
   const pass = await reconcilePass(rt, old, "schedule")
   expect(pass).toMatchObject({ ran: true, error: notAvailable })
 })
+
+test("a gang member's failure: its sibling is placed again only once its worker stopped the old attempt, and the gang goes back whole", async () => {
+  const { heartbeat } = await import("../backends/workers/heartbeat")
+  const { rt, backend } = await setup()
+  const clock = rt.clock as FakeClock
+  const gang = await rt.transitions.jobs.create(
+    "p",
+    "gang",
+    JobSpec.parse({ command: ["true"], tasks: 2, coscheduling: {}, maxRetriesFailure: 2 }),
+    "pool",
+  )
+  await rt.transitions.jobs.cancel("p", "job-1")
+  const pass = async () => {
+    const r = await reconcilePass(rt, backend, "test")
+    expect(r.error).toBeUndefined()
+    return r
+  }
+  const tasks = async () => (await rt.repos.jobs.load("p", gang.id))!.tasks.map((t) => t.data)
+  await pass()
+  const [t0, t1] = await tasks()
+  const a0 = t0!.attempts.at(-1)!
+  const a1 = t1!.attempts.at(-1)!
+  await heartbeat(rt, "p", a0.workerId!, [{ attemptUid: a0.attemptUid, state: "RUNNING" }])
+  await heartbeat(rt, "p", a1.workerId!, [{ attemptUid: a1.attemptUid, state: "RUNNING" }])
+  // Task 0 fails: the gang goes back, task 1's attempt is ended in the store while its worker runs it.
+  await heartbeat(rt, "p", a0.workerId!, [{ attemptUid: a0.attemptUid, state: "FAILED", exitCode: 1 }])
+  const after = await tasks()
+  expect(after.map((t) => t.state)).toEqual(["PENDING", "PENDING"])
+  expect(after[1]!.stopping).toMatchObject({ attemptUid: a1.attemptUid })
+  expect(after[1]!.pendingReason).toMatch(/waiting for attempt .* to stop/)
+
+  // Past task 0's backoff, still nothing is placed: task 1's worker has not stopped its attempt.
+  clock.advance(10_000)
+  expect((await pass()).placed).toBe(0)
+  // Its worker still runs it (the heartbeat tells it to stop: its desired set no longer has it).
+  const desired = await heartbeat(rt, "p", a1.workerId!, [{ attemptUid: a1.attemptUid, state: "RUNNING" }])
+  expect(desired.desired).toEqual([])
+  expect((await pass()).placed).toBe(0)
+  // It stopped: the next heartbeat says so, and the whole gang is placed again.
+  await heartbeat(rt, "p", a1.workerId!, [{ attemptUid: a1.attemptUid, state: "KILLED" }])
+  expect((await tasks())[1]!.stopping).toBeUndefined()
+  expect((await pass()).placed).toBe(2)
+  expect((await tasks()).map((t) => t.attempts.length)).toEqual([2, 2])
+})
+
+test("a killed attempt on a worker that died is not waited for: the worker's loss stopped it", async () => {
+  const { rt, backend } = await setup()
+  const clock = rt.clock as FakeClock
+  const pass = async () => {
+    const r = await reconcilePass(rt, backend, "test")
+    expect(r.error).toBeUndefined()
+    return r
+  }
+  await pass()
+  const running = (await rt.repos.jobs.load("p", "job-1"))!.tasks[0]!.data
+  await rt.transitions.jobs.cancel("p", "job-1")
+  await pass()
+  const killed = (await rt.repos.jobs.load("p", "job-1"))!.tasks[0]!.data
+  expect(killed).toMatchObject({
+    state: "KILLED",
+    stopping: { attemptUid: running.attempts.at(-1)!.attemptUid },
+  })
+  // No worker heartbeats again: once they are dead, nothing is left waiting.
+  for (let i = 0; i < 4; i++) {
+    clock.advance(60_000)
+    await pass()
+  }
+  const tasks = (await rt.repos.jobs.load("p", "job-1"))!.tasks.map((t) => t.data)
+  expect(tasks.filter((t) => t.stopping)).toEqual([])
+  expect(await rt.repos.active.any("p", "pool")).toBe(false)
+})

@@ -39,6 +39,7 @@ import {
   planPlacement,
   planTimeouts,
   readyToPlace,
+  restops,
   Snapshot,
   teardownEffects,
   unsubmitted,
@@ -141,6 +142,7 @@ async function observe(pass: Pass): Promise<ReconcileResult> {
   try {
     const observed = await backend.reconcile({
       live: pass.snapshot.live(),
+      stopping: pass.snapshot.stopping(),
       swarms: pass.snapshot.swarms.map((s) => s.data),
       ...(lease.lastPassAt !== undefined ? { lastPassAt: lease.lastPassAt } : {}),
     })
@@ -171,6 +173,11 @@ async function applyObserved(pass: Pass, observed: ReconcileResult): Promise<voi
   await apply(pass, notes)
   await apply(pass, outcomes)
   pass.report.transitions += outcomes.length
+  // What an earlier pass ended and the substrate still runs is stopped again, until it says it stopped.
+  for (const { attemptUid, target } of restops(observed)) {
+    pass.stops.push(attemptUid)
+    if (target) pass.snapshot.targets.set(attemptUid, target)
+  }
 }
 
 /**

@@ -343,6 +343,15 @@ export const Task = z
     retryAt: Timestamp.optional().describe(
       "When a task sent back to PENDING after a failure may be placed again: failing attempts back off (2 s doubling, at most 5 min).",
     ),
+    stopping: z
+      .object({
+        attemptUid: z.string().describe("The attempt being stopped (the task's last)."),
+        since: Timestamp.describe("When the control plane ended it."),
+      })
+      .optional()
+      .describe(
+        "An attempt the control plane ended (a cancel, a gang retry, a preemption) that may still run on its substrate. Until the substrate confirms it stopped (its worker no longer runs it, Slurm no longer lists it) the task is not placed again, and the stop is sent again on every pass.",
+      ),
     failureCount: z.number().int().describe("Failures so far (against `maxRetriesFailure`)."),
     preemptionCount: z
       .number()

@@ -24,6 +24,8 @@ export type Outcome =
   | { kind: "killed"; reason: string; message?: string }
   | { kind: "unschedulable"; reason: string; message?: string }
   | { kind: "cosched_failed"; reason: string; message?: string }
+  /** The substrate no longer runs this attempt, which the control plane had ended (`task.stopping`). */
+  | { kind: "stopped"; attemptUid: string }
 
 /** An outcome for one task, or a note of where a live replica listens. */
 export type TaskReport =

@@ -10,6 +10,7 @@ import {
   newTask,
   noteServing,
   type Outcome,
+  waitingForStop,
 } from "./task-state"
 
 const now = "2026-01-01T00:00:10.000Z"
@@ -443,5 +444,68 @@ describe("failing attempts back off", () => {
     ).task
     expect(final).toMatchObject({ state: "FAILED" })
     expect(final.retryAt).toBeUndefined()
+  })
+})
+
+describe("an ended attempt that may still run holds its task until the substrate says it stopped", () => {
+  test("a preemption, a kill and a gang retry mark the attempt `stopping`; a PENDING task says why it waits", () => {
+    const preempted = applyOutcome(
+      task("RUNNING"),
+      { kind: "preempted", attemptUid: "a-1", reason: "priority", stop: true },
+      policy,
+      now,
+    ).task
+    expect(preempted).toMatchObject({ state: "PENDING", stopping: { attemptUid: "a-1", since: now } })
+    expect(preempted.pendingReason).toBe(waitingForStop("a-1"))
+
+    const killed = applyOutcome(task("RUNNING"), { kind: "killed", reason: "cancelled" }, policy, now).task
+    expect(killed).toMatchObject({ state: "KILLED", stopping: { attemptUid: "a-1" } })
+
+    const gang = applyGangOutcome(
+      [task("RUNNING", { index: 0, uid: "g-0" }), task("RUNNING", { index: 1, uid: "g-1" })],
+      0,
+      { kind: "failed", attemptUid: "g-0", exitCode: 1, reason: "exit_code" },
+      policy,
+      now,
+    )
+    // The failed one ended by itself; its sibling was ended by the control plane while it ran.
+    expect(gang.tasks[0]?.stopping).toBeUndefined()
+    expect(gang.tasks[1]).toMatchObject({ state: "PENDING", stopping: { attemptUid: "g-1" } })
+  })
+
+  test("an attempt that ended by itself, or a task that never ran, waits for nothing", () => {
+    for (const outcome of [
+      { kind: "failed", attemptUid: "a-1", exitCode: 1, reason: "exit_code" },
+      { kind: "succeeded", attemptUid: "a-1" },
+      { kind: "worker_failed", attemptUid: "a-1", reason: "worker_lost" },
+    ] as Outcome[])
+      expect(applyOutcome(task("RUNNING"), outcome, policy, now).task.stopping).toBeUndefined()
+    expect(
+      applyOutcome(task("PENDING"), { kind: "killed", reason: "cancelled" }, policy, now).task.stopping,
+    ).toBeUndefined()
+  })
+
+  test("it is not placed again until then; `stopped` of that attempt frees it, of another changes nothing", () => {
+    const waiting = applyOutcome(
+      task("RUNNING"),
+      { kind: "preempted", attemptUid: "a-1", reason: "priority", stop: true },
+      policy,
+      now,
+    ).task
+    expect(applyOutcome(waiting, { kind: "assigned", attemptUid: "a-2" }, policy, now).changed).toBe(false)
+    expect(applyOutcome(waiting, { kind: "stopped", attemptUid: "a-0" }, policy, now).changed).toBe(false)
+    const freed = applyOutcome(waiting, { kind: "stopped", attemptUid: "a-1" }, policy, now)
+    expect(freed.changed).toBe(true)
+    expect(freed.task.stopping).toBeUndefined()
+    expect(freed.task.pendingReason).toBeUndefined()
+    expect(freed.task.state).toBe("PENDING")
+    expect(applyOutcome(freed.task, { kind: "assigned", attemptUid: "a-2" }, policy, now).task.state).toBe(
+      "ASSIGNED",
+    )
+    // A KILLED task keeps its state; only the mark goes.
+    const killed = applyOutcome(task("RUNNING"), { kind: "killed", reason: "cancelled" }, policy, now).task
+    const done = applyOutcome(killed, { kind: "stopped", attemptUid: "a-1" }, policy, now).task
+    expect(done.state).toBe("KILLED")
+    expect(done.stopping).toBeUndefined()
   })
 })

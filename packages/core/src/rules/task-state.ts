@@ -109,6 +109,45 @@ function endAttempt(task: Task, state: AttemptState, iso: string, extra: Partial
  * task is terminal and illegal transitions leave the task unchanged.
  */
 export function applyOutcome(task: Task, outcome: Outcome, policy: RetryPolicy, nowIso: string): Applied {
+  if (outcome.kind === "stopped") return confirmStopped(task, outcome.attemptUid, nowIso)
+  // Not placed again while its last attempt may still run: two copies would run at once.
+  if (outcome.kind === "assigned" && task.stopping) return unchanged(task)
+  const applied = decide(task, outcome, policy, nowIso)
+  const uid = applied.stop[0]
+  return uid ? { ...applied, task: markStopping(applied.task, uid, nowIso) } : applied
+}
+
+/** Why a task waits when its last attempt is still being stopped. */
+export const waitingForStop = (attemptUid: string) =>
+  `waiting for attempt ${attemptUid} to stop before it is placed again`
+
+/**
+ * Note that `attemptUid`, which the control plane just ended, may still run on its substrate: the task
+ * keeps it in `stopping` until the substrate confirms it stopped (`confirmStopped`).
+ */
+export function markStopping(task: Task, attemptUid: string, nowIso: string): Task {
+  const waits = task.state === "PENDING" && !task.pendingReason
+  return {
+    ...task,
+    stopping: { attemptUid, since: nowIso },
+    ...(waits ? { pendingReason: waitingForStop(attemptUid) } : {}),
+  }
+}
+
+/** The substrate no longer runs `attemptUid`: the task may be placed again (any state; stale ones change nothing). */
+export function confirmStopped(task: Task, attemptUid: string, nowIso: string): Applied {
+  if (task.stopping?.attemptUid !== attemptUid) return unchanged(task)
+  const { stopping: _, ...rest } = task
+  const reason = task.pendingReason === waitingForStop(attemptUid) ? { pendingReason: undefined } : {}
+  return { task: { ...rest, ...reason, updatedAt: nowIso }, changed: true, stop: [], retried: false }
+}
+
+function decide(
+  task: Task,
+  outcome: Exclude<Outcome, { kind: "stopped" }>,
+  policy: RetryPolicy,
+  nowIso: string,
+): Applied {
   if (isTerminalTask(task.state)) return unchanged(task)
   const current = currentAttempt(task)
   if ("attemptUid" in outcome && outcome.kind !== "assigned" && current?.attemptUid !== outcome.attemptUid)
@@ -339,6 +378,8 @@ export function applyGangOutcome(
   const next = tasks.map((t) => (t.index === index ? applied.task : t))
   const changed = [index]
   const stop = [...applied.stop]
+  // A confirmed stop is news of the substrate, not of the task: the gang rules were applied when it ended.
+  if (outcome.kind === "stopped") return { tasks: next, changed, stop }
   // Any terminal failure of one member (UNSCHEDULABLE included: the gang can no longer be placed whole).
   const failedTerminally = (FailedTaskStates as readonly TaskState[]).includes(applied.task.state)
   if (!applied.retried && !failedTerminally) return { tasks: next, changed, stop }
@@ -348,12 +389,13 @@ export function applyGangOutcome(
     if (applied.retried) {
       if (!isLive(sibling.state)) continue
       const live = currentAttempt(sibling)
-      next[i] = {
+      const retried: Task = {
         ...sibling,
         state: "PENDING",
         updatedAt: nowIso,
         attempts: endAttempt(sibling, "KILLED", nowIso, { reason: "gang_retry" }),
       }
+      next[i] = live ? markStopping(retried, live.attemptUid, nowIso) : retried
       if (live) stop.push(live.attemptUid)
     } else {
       const result = applyOutcome(
@@ -394,13 +436,15 @@ export function repairGang(
     }
   } else if (pending && live.length)
     for (const t of live) {
-      changed.push({
+      const uid = t.attempts.at(-1)!.attemptUid
+      const retried: Task = {
         ...t,
         state: "PENDING",
         updatedAt: nowIso,
         attempts: endAttempt(t, "KILLED", nowIso, { reason: "gang_retry" }),
-      })
-      stop.push(t.attempts.at(-1)!.attemptUid)
+      }
+      changed.push(markStopping(retried, uid, nowIso))
+      stop.push(uid)
     }
   return { changed, stop }
 }

@@ -51,12 +51,14 @@ export function jobItem(job: Job): NewItem<Job> {
 }
 
 export function taskItem(job: Pick<Job, "project" | "id" | "backendId">, task: Task): NewItem<Task> {
-  const workerId = isLive(task.state) ? task.attempts.at(-1)?.workerId : undefined
+  // A task stays listed (active, and under its worker) while its last attempt is being stopped.
+  const holds = isLive(task.state) || task.stopping !== undefined
+  const workerId = holds ? task.attempts.at(-1)?.workerId : undefined
   return {
     ...Keys.task(job.project, job.id, task.index),
     type: "task",
     data: task,
-    ...(isTerminalTask(task.state)
+    ...(isTerminalTask(task.state) && !task.stopping
       ? {}
       : { active: ActiveIndex.task(job.project, job.backendId, job.id, task.index) }),
     ...(workerId ? { list: ListIndex.workerTask(job.project, workerId, job.id, task.index) } : {}),
@@ -235,7 +237,7 @@ export function Jobs(store: StateStore, clock: Clock) {
     },
 
     /**
-     * The tasks a worker holds: live, with their current attempt on that worker, each read
+     * The tasks a worker holds: live, or with their last attempt still being stopped (`stopping`), on that worker, each read
      * consistently (the index that finds them is eventually consistent), with their job ids.
      */
     async heldBy(project: string, workerId: string): Promise<{ jobId: string; task: StoredItem<Task> }[]> {
@@ -249,8 +251,7 @@ export function Jobs(store: StateStore, clock: Clock) {
         .filter(
           (t): t is StoredItem<Task> =>
             t !== undefined &&
-            !isTerminalTask(t.data.state) &&
-            t.data.state !== "PENDING" &&
+            (isLive(t.data.state) || t.data.stopping !== undefined) &&
             t.data.attempts.at(-1)?.workerId === workerId,
         )
         .map((task) => ({ jobId: task.pk.slice(task.pk.lastIndexOf("#JOB#") + 5), task }))

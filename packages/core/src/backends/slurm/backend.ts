@@ -26,7 +26,7 @@ import type {
 } from "../protocol"
 import { capacityOf, clusterStatus } from "./cluster"
 import { logsCommand, tailsOf } from "./logs"
-import { LostAfterMs, observeTasks, parseSubmission, parseTarget } from "./observe"
+import { LostAfterMs, observeStopping, observeTasks, parseSubmission, parseTarget } from "./observe"
 import {
   JOB_NAME_PREFIX,
   latestSacctRecords,
@@ -256,7 +256,8 @@ export function SlurmBackend(
       observedSwarms.clear()
       const launched = request.live.filter((ref) => parseTarget(ref.task.data.attempts.at(-1)?.target))
       const swarms = (request.swarms ?? []).filter((swarm) => servingNames(swarm))
-      if (!launched.length && !swarms.length) return { transitions: [], workers: [] }
+      const stopping = request.stopping ?? []
+      if (!launched.length && !swarms.length && !stopping.length) return { transitions: [], workers: [] }
       const names = [
         ...new Set(
           launched
@@ -320,7 +321,14 @@ export function SlurmBackend(
             }
         })
       }
-      return { ...observed, workers: [] }
+      // What swarmplane ended and Slurm may still run, from the same squeue rows.
+      const stops = observeStopping(stopping, rows)
+      return {
+        ...observed,
+        transitions: [...(observed.transitions ?? []), ...stops.transitions],
+        unstopped: stops.unstopped,
+        workers: [],
+      }
     },
 
     /**

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest"
 import type { Task } from "../../model/job"
 import type { TaskRef } from "../protocol"
-import { LostAfterMs, type Observed, observeTasks } from "./observe"
+import { LostAfterMs, type Observed, observeStopping, observeTasks } from "./observe"
 import { parseSqueue } from "./parse"
 
 const now = Date.parse("2026-12-01T12:00:00Z")
@@ -118,5 +118,51 @@ describe("what Slurm says, told truthfully", () => {
       "Slurm: waiting behind higher-priority jobs",
       "Slurm: waiting behind higher-priority jobs",
     ])
+  })
+})
+
+describe("what swarmplane ended and Slurm may still run", () => {
+  /** A task KILLED in the store whose attempt (`31_<index>`, or no id yet) is being stopped. */
+  const stopping = (index: number, target: string | undefined = `31_${index}`): TaskRef => {
+    const r = ref("RUNNING", index)
+    const { target: _, ...rest } = r.task.data.attempts[0]!
+    const attempt = { ...rest, state: "KILLED" as const, ...(target ? { target } : {}) }
+    return {
+      ...r,
+      task: {
+        ...r.task,
+        data: {
+          ...r.task.data,
+          state: "KILLED",
+          attempts: [attempt],
+          stopping: { attemptUid: `a-${index}`, since: "2026-12-01T11:59:30Z" },
+        },
+      },
+    }
+  }
+
+  test("gone from the queue, or ended there: stopped; still running or waiting: cancelled again", () => {
+    const out = observeStopping(
+      [stopping(0), stopping(1), stopping(2), stopping(3)],
+      parseSqueue([row(0, "RUNNING"), row(1, "CANCELLED"), row(2, "PENDING", "Priority")].join("\n")),
+    )
+    expect(out.unstopped.map((u) => [u.ref.task.data.index, u.target])).toEqual([
+      [0, "31_0"],
+      [2, "31_2"],
+    ])
+    expect(out.transitions.map((t) => t.outcome)).toEqual([
+      { kind: "stopped", attemptUid: "a-1" },
+      { kind: "stopped", attemptUid: "a-3" },
+    ])
+  })
+
+  test("an attempt whose Slurm id the store never learned (its sbatch answer was lost) is found by its name", () => {
+    const out = observeStopping([stopping(1, undefined)], parseSqueue(row(1, "RUNNING")))
+    expect(out.unstopped.map((u) => u.target)).toEqual(["31_1"])
+    // In a pending array's rest (`31_[1-3]`) too.
+    const rest = "31_[1-3]|31|1-3|sp-s-1|PENDING|Priority|0:00|10:00|debug||1|1|1G|N/A"
+    expect(observeStopping([stopping(2, undefined)], parseSqueue(rest)).unstopped[0]?.target).toBe("31_2")
+    // Never on the cluster at all: nothing to wait for.
+    expect(observeStopping([stopping(1, undefined)], []).transitions[0]?.outcome.kind).toBe("stopped")
   })
 })

@@ -175,3 +175,46 @@ export function observeTasks(
   }
   return { transitions, progress, waiting }
 }
+
+/** Whether a job in this state still holds or waits for a place on the cluster. */
+export const isUnfinished = (state: string) => {
+  const kind = mapSlurmState(state).kind
+  return kind === "pending" || kind === "running"
+}
+
+/**
+ * The attempts swarmplane ended that Slurm may still run (`task.stopping`): stopped once the queue no
+ * longer has them unfinished, else listed (with their Slurm id, found by name when the store never
+ * learned it: a submission whose answer was lost) to be cancelled again.
+ */
+export function observeStopping(
+  stopping: readonly TaskRef[],
+  rows: readonly SqueueRow[],
+): Required<Pick<ReconcileResult, "transitions" | "unstopped">> {
+  const byTarget = rowIndex([...rows])
+  const transitions: ReconcileResult["transitions"] = []
+  const unstopped: NonNullable<ReconcileResult["unstopped"]> = []
+  for (const ref of stopping) {
+    const uid = ref.task.data.stopping?.attemptUid
+    const attempt = ref.task.data.attempts.find((a) => a.attemptUid === uid)
+    if (!uid || !attempt) continue
+    let target = parseTarget(attempt.target)
+    if (!target) {
+      const sub = parseSubmission(attempt.submission)
+      const row = sub
+        ? rows.find(
+            (r) =>
+              r.name === sub.name &&
+              (r.arrayTaskId === sub.index ||
+                (r.arrayTaskId === undefined && r.arrayTaskIds?.includes(sub.index))),
+          )
+        : undefined
+      if (row && sub) target = { jobId: row.arrayJobId ?? row.jobId, index: sub.index }
+    }
+    const row = target ? byTarget.get(key(target.jobId, target.index)) : undefined
+    if (row && target && isUnfinished(row.state))
+      unstopped.push({ ref, target: key(target.jobId, target.index) })
+    else transitions.push({ ref, outcome: { kind: "stopped", attemptUid: uid } })
+  }
+  return { transitions, unstopped }
+}

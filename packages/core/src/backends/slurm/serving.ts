@@ -12,6 +12,7 @@ import { SlurmGrammarText, SlurmNamePattern } from "../../model/slurm-grammar"
 import type { Swarm } from "../../model/swarm"
 import { BackendError } from "../../util/errors"
 import type { ServingStatus } from "../protocol"
+import { isUnfinished } from "./observe"
 import { mapSlurmState, parseSqueue, SQUEUE_FORMAT, type SqueueRow } from "./parse"
 import {
   agentArgv,
@@ -250,12 +251,6 @@ export function parseProbes(text: string): Probes {
     if (file.endsWith(".addr") && addr) out.set(file, { addr, code })
   }
   return out
-}
-
-/** States in which a job still holds or waits for a place on the cluster. */
-const isUnfinished = (state: string) => {
-  const kind = mapSlurmState(state).kind
-  return kind === "pending" || kind === "running"
 }
 
 /**

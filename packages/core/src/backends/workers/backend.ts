@@ -156,6 +156,16 @@ export function WorkersBackend(
           },
         })
       }
+      // An ended attempt whose worker is gone (dead before this pass, or removed) runs nowhere any more:
+      // an agent stops its tasks when it loses the control plane. A live worker confirms at its heartbeat.
+      for (const ref of request.stopping ?? []) {
+        const attempt = ref.task.data.attempts.at(-1)
+        const uid = ref.task.data.stopping?.attemptUid
+        if (!uid) continue
+        const worker = attempt?.workerId ? byId.get(attempt.workerId) : undefined
+        if (worker && worker.data.health !== "dead") continue
+        transitions.push({ ref, outcome: { kind: "stopped", attemptUid: uid } })
+      }
       return { transitions, workers: health }
     },
 

@@ -6,6 +6,8 @@
  *   observed RUNNING     → running (+ where a replica listens, whether it is ready)
  *   observed SUCCEEDED   → succeeded;  FAILED → failed (failure budget)
  *   observed KILLED of an attempt still wanted → worker_failed (the worker stopped it: preemption budget)
+ *   an attempt the control plane ended (`task.stopping`), not reported running → stopped (the task may
+ *   be placed again)
  */
 
 import type { Job, Task } from "../../model/job"
@@ -17,6 +19,7 @@ import type { BackendDeps } from "../protocol"
 import { routerPort } from "./serving"
 
 const live = (t: Task) => t.state === "ASSIGNED" || t.state === "BUILDING" || t.state === "RUNNING"
+const Ended: ReadonlySet<string> = new Set(["SUCCEEDED", "FAILED", "KILLED"])
 
 /** The last two non-empty lines of an output tail, each cut at 300 characters, joined by " | ". */
 export function lastLines(tail: string | undefined): string | undefined {
@@ -107,6 +110,17 @@ export async function heartbeat(
     reports.set(job.id, list)
     if (seen.logTail !== undefined)
       await repos.jobs.saveLogTail(project, job.id, item.data.index, seen.attemptUid, seen.logTail)
+  }
+  // Attempts the control plane ended that this worker ran: stopped once it no longer runs them (it
+  // reports them ended, or not at all: a heartbeat reports everything it runs).
+  const seenRunning = new Set(observed.filter((o) => !Ended.has(o.state)).map((o) => o.attemptUid))
+  for (const item of held) {
+    const uid = item.data.stopping?.attemptUid
+    const job = jobOf(item)
+    if (!uid || !job || seenRunning.has(uid)) continue
+    const list = reports.get(job.id) ?? []
+    list.push({ index: item.data.index, outcome: { kind: "stopped", attemptUid: uid } })
+    reports.set(job.id, list)
   }
   const current = new Map(held.map((t) => [`${jobOf(t)?.id}/${t.data.index}`, t.data]))
   for (const [jobId, list] of reports) {
