@@ -8,12 +8,10 @@
  * `runFaultSoak(options)` is what `npm run soak` calls; alone: `npx tsx bench/faults.ts --seeds 10
  * --jobs 500 [--first 1000] [--scale 2] [--profile full|before|none] [--preemption true]`.
  *
- * A run fails (`ok: false`) on any violation that is not one of the known bugs
- * (test/support/fault-checks.ts `KnownBugs`); the known ones, and events (a known bug under store
- * faults), are counted and shown, not failed on.
+ * A run fails (`ok: false`) on any violation.
  */
 import { fileURLToPath } from "node:url"
-import { type Invariant, Invariants, type KnownBugs, type Violation } from "../test/support/fault-checks"
+import { type Invariant, Invariants, type Violation } from "../test/support/fault-checks"
 import { describeRun, type Profile, Profiles, runFaultRun } from "../test/support/fault-run"
 import { table } from "./util"
 
@@ -42,8 +40,7 @@ export interface FaultSoakRun {
   simulatedS: number
   wallMs: number
   violations: Record<Invariant, number>
-  known: Partial<Record<keyof typeof KnownBugs, number>>
-  /** Violations that are not known bugs (events included only in the `none` profile). */
+  /** Every violation of the run. */
   unexpected: Violation[]
 }
 
@@ -79,15 +76,8 @@ export async function runFaultSoak(options: FaultSoakOptions = {}): Promise<Faul
       faultsByKind[kind] = (faultsByKind[kind] ?? 0) + n
     }
     const violations = Object.fromEntries(Invariants.map((inv) => [inv, 0])) as Record<Invariant, number>
-    const known: FaultSoakRun["known"] = {}
-    for (const v of r.violations) {
-      violations[v.invariant]++
-      if (v.known) known[v.known] = (known[v.known] ?? 0) + 1
-    }
-    // Under store faults, missing events are the known `events-not-atomic` bug.
-    const unexpected = r.violations.filter(
-      (v) => !v.known && (profile === "none" || v.invariant !== "events"),
-    )
+    for (const v of r.violations) violations[v.invariant]++
+    const unexpected = r.violations
     // A line per run as it ends (a soak takes a while); the whole story of a run that broke something.
     log(unexpected.length ? describeRun(r) : describeRun(r).split("\n")[0]!)
     runs.push({
@@ -97,13 +87,12 @@ export async function runFaultSoak(options: FaultSoakOptions = {}): Promise<Faul
       simulatedS: r.simulatedS,
       wallMs: r.wallMs,
       violations,
-      known,
       unexpected,
     })
   }
   const text = [
     table(
-      ["seed", "jobs", "faults", "simulated s", "wall s", ...Invariants, "known bugs", "unexpected"],
+      ["seed", "jobs", "faults", "simulated s", "wall s", ...Invariants, "violations"],
       runs.map((r) => [
         String(r.seed),
         String(r.jobs),
@@ -111,9 +100,6 @@ export async function runFaultSoak(options: FaultSoakOptions = {}): Promise<Faul
         String(r.simulatedS),
         (r.wallMs / 1000).toFixed(1),
         ...Invariants.map((inv) => String(r.violations[inv])),
-        Object.entries(r.known)
-          .map(([k, n]) => `${k} ${n}`)
-          .join(", ") || "-",
         String(r.unexpected.length),
       ]),
     ),

@@ -28,18 +28,7 @@ export interface Violation {
   /** The job, task (`<job>/<index>`) or attempt it is about. */
   subject: string
   detail: string
-  /** The known bug this violation comes from (`KnownBugs`), when it can be told apart. */
-  known?: keyof typeof KnownBugs
 }
-
-/**
- * Invariants the control plane breaks today, found by these runs; each is asserted apart (as an
- * expected failure) so the runs keep checking everything else.
- */
-export const KnownBugs = {
-  "events-not-atomic":
-    "a state change and its event are two writes: when the event write fails, or the pass or request fails between them (another job's write in the same batch, a failed write of a sibling task, a write whose answer was lost), the change stays without its event: control/reconcile.ts apply (events of every job of a batch written once, after all), transitions/jobs.ts applyReports (a task write that fails other than by a lost race, or whose answer was lost, after its siblings' writes landed: the call throws and the landed tasks' events, and their stops, are dropped; a lost race is retried and keeps them), settle's gang repair (a lost race on one task of the repair throws after the others landed) and create (a retried submission finds the job and writes no `created` event)",
-} as const
 
 const jobIdOf = (pk: string) => pk.slice(pk.indexOf("#JOB#") + 5)
 
@@ -310,12 +299,11 @@ function budget(job: Job, task: Task, v: (i: Invariant, s: string, d: string) =>
 }
 
 /**
- * Violations as lines, `[invariant, known: bug] subject: detail`: all of them but events, then the
+ * Violations as lines, `[invariant] subject: detail`: all of them but events, then the
  * first few events and how many more (under store faults they are many, and all the same bug).
  */
 export function violationLines(violations: readonly Violation[], events = 8): string[] {
-  const line = (v: Violation) =>
-    `  [${v.invariant}${v.known ? `, known: ${v.known}` : ""}] ${v.subject}: ${v.detail}`
+  const line = (v: Violation) => `  [${v.invariant}] ${v.subject}: ${v.detail}`
   const other = violations.filter((v) => v.invariant !== "events")
   const missing = violations.filter((v) => v.invariant === "events")
   return [

@@ -560,17 +560,16 @@ describe("idempotency", () => {
   test("a retry after a crash between the job and its tasks completes the same job", async () => {
     const api = await withBackend()
     const headers = { "Idempotency-Key": "crash-1" }
-    // The first try dies after writing the job item: simulate by failing the task batch once.
+    // The first try dies after writing the job item: simulate by failing the task batch (each of the
+    // store's tries of it) during that request.
     const createMany = api.store.createMany
-    let failed = false
+    let failing = true
     api.store.createMany = async (items) => {
-      if (!failed) {
-        failed = true
-        throw new Error("connection reset")
-      }
+      if (failing) throw new Error("connection reset")
       return createMany(items)
     }
     expect((await api.call("POST", "/v1/jobs", { body: job(), headers })).status).toBe(500)
+    failing = false
     const retry = await api.call("POST", "/v1/jobs", { body: job(), headers })
     expect(retry.status).toBe(202)
     const jobs = (await api.call("GET", "/v1/jobs")).json.items

@@ -111,20 +111,27 @@ export async function readSnapshot(rt: ControlDeps, record: Backend): Promise<Sn
  */
 async function apply(pass: Pass, entries: readonly Entry[]): Promise<void> {
   const events: { jobId: string; events: NewEvent[] }[] = []
-  // Jobs are written side by side (each job's tasks are its own items), a few at a time.
+  let failure: { error: unknown } | undefined
+  // Jobs are written side by side (each job's tasks are its own items), a few at a time. One that fails
+  // does not stop the others: their writes land and are recorded, then the pass fails with it.
   await mapLimit(byJob(entries), JobsAtOnce, async ({ job, reports }) => {
-    const result = await pass.rt.transitions.jobs.applyReports(job, reports, {
-      fence: pass.fence,
-      known: pass.snapshot.known(job.id),
-      collect: (changes) => events.push({ jobId: job.id, events: changes }),
-    })
-    pass.stops.push(...result.stop)
-    pass.snapshot.take(job.id, result.items)
-    if (result.moved) pass.touched.add(job.id)
-    if (endedFailed(result.tasks)) pass.failed.add(job.id)
+    try {
+      const result = await pass.rt.transitions.jobs.applyReports(job, reports, {
+        fence: pass.fence,
+        known: pass.snapshot.known(job.id),
+        collect: (changes) => events.push({ jobId: job.id, events: changes }),
+      })
+      pass.stops.push(...result.stop)
+      pass.snapshot.take(job.id, result.items)
+      if (result.moved) pass.touched.add(job.id)
+      if (endedFailed(result.tasks)) pass.failed.add(job.id)
+    } catch (error) {
+      failure ??= { error }
+    }
   })
   // Every job's task events in one batched write, after the task writes they record.
   await pass.rt.repos.events.tasksOfJobs(pass.record.project, events)
+  if (failure) throw failure.error
 }
 
 /**

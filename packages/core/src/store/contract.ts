@@ -267,6 +267,18 @@ export function storeContract(
       )
     })
 
+    it("keeps the token of the write that made each version, so a writer whose answer was lost knows its own write", async () => {
+      const pk = fresh("write-id")
+      const created = await store.create({ ...thing(pk, "item", { n: 0 }), writeId: "w-1" })
+      expect((await store.get(created, { consistent: true }))?.writeId).toBe("w-1")
+      const updated = await store.update({ ...created, data: { n: 1 }, writeId: "w-2" })
+      expect(updated.writeId).toBe("w-2")
+      expect((await store.get(created, { consistent: true }))?.writeId).toBe("w-2")
+      // A write without one leaves none behind.
+      await store.update({ ...updated, writeId: undefined })
+      expect((await store.get(created, { consistent: true }))?.writeId).toBeUndefined()
+    })
+
     it("pages past 1 MB: a 3 MB partition comes back in several pages, each item once, in order", async () => {
       const pk = fresh("big")
       const blob = "x".repeat(100_000)

@@ -302,6 +302,7 @@ interface Row {
   gsi2sk?: string
   ttl?: number
   fence?: number
+  wid?: string
 }
 
 function toRow(item: StoredItem): Row {
@@ -317,6 +318,7 @@ function toRow(item: StoredItem): Row {
     gsi2sk: item.list?.sk,
     ttl: item.ttl,
     fence: item.fence,
+    wid: item.writeId,
   }
 }
 
@@ -333,6 +335,7 @@ function fromRow<T>(value: object): StoredItem<T> {
   if (row.gsi2pk !== undefined && row.gsi2sk !== undefined) item.list = { pk: row.gsi2pk, sk: row.gsi2sk }
   if (row.ttl !== undefined) item.ttl = row.ttl
   if (row.fence !== undefined) item.fence = row.fence
+  if (row.wid !== undefined) item.writeId = row.wid
   return item
 }
 

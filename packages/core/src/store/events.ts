@@ -5,10 +5,10 @@
 import type { Event } from "../model/event"
 import type { Clock } from "../util/clock"
 import { iso } from "../util/clock"
-import { newId } from "../util/ids"
+import { newId, seededFirstId } from "../util/ids"
 import type { Logger } from "../util/logger"
 import { Keys } from "./keys"
-import type { Page, StateStore } from "./port"
+import { ItemExistsError, type Page, type StateStore } from "./port"
 
 export const EventRetentionDays = 30
 /** Lines logged for a batch of events before the rest are summed up in one line. */
@@ -41,9 +41,22 @@ export function EventLog(store: StateStore, clock: Clock, logger: Logger) {
       logger.info(`${project} … and ${all.length - ShownPerBatch} more like these`)
   }
   return {
-    /** A job's change, kept in the job's partition. */
-    job(project: string, id: string, change: Omit<NewEvent, "entity">): Promise<Event> {
-      return this.record(project, jobPk(project, id), { entity: { kind: "job", id }, ...change })
+    /**
+     * A job's change, kept in the job's partition. `once`: a change that is made at most once (a job's
+     * creation, at its time): its event gets an id from the job and `once`, so a retry that records it
+     * again writes nothing new.
+     */
+    job(
+      project: string,
+      id: string,
+      change: Omit<NewEvent, "entity">,
+      once?: { key: string; at: string },
+    ): Promise<Event> {
+      const fixed = once && {
+        id: seededFirstId("ev", Date.parse(once.at), `${project}/${id}#${once.key}`),
+        at: once.at,
+      }
+      return this.record(project, jobPk(project, id), { entity: { kind: "job", id }, ...change }, fixed)
     },
 
     /** Changes of a job's tasks (`entity.id` is `<job>/<index>`), kept in the job's partition. */
@@ -74,16 +87,33 @@ export function EventLog(store: StateStore, clock: Clock, logger: Logger) {
       return this.list(swarmPk(project, name), options)
     },
 
-    /** Write an event under partition `pk` and log it. */
-    async record(project: string, pk: string, event: NewEvent): Promise<Event> {
+    /**
+     * Write an event under partition `pk` and log it. Tried up to 3 times: its id is made once, so a try
+     * that finds it written (an earlier try landed, or `fixed` was recorded before) is done.
+     */
+    async record(
+      project: string,
+      pk: string,
+      event: NewEvent,
+      fixed?: { id: string; at: string },
+    ): Promise<Event> {
       const now = clock.now()
-      const full: Event = { ...event, id: newId("ev", now), at: iso(now) }
-      await store.create({
+      const full: Event = { ...event, id: fixed?.id ?? newId("ev", now), at: fixed?.at ?? iso(now) }
+      const item = {
         ...Keys.event(pk, full.id),
         type: "event",
         data: full,
         ttl: Math.floor(now / 1000) + EventRetentionDays * 86_400,
-      })
+      }
+      for (let tries = 1; ; tries++) {
+        try {
+          await store.create(item)
+          break
+        } catch (error) {
+          if (error instanceof ItemExistsError) return full // recorded (and logged) before
+          if (tries >= 3) throw error
+        }
+      }
       logger.info(formatEvent(project, event), {
         project,
         entity: event.entity,

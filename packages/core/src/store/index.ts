@@ -10,10 +10,13 @@ import { Jobs } from "./jobs"
 import { Leases } from "./leases"
 import type { StateStore } from "./port"
 import { Projects } from "./projects"
+import { settledWrites } from "./settled"
 import { Swarms } from "./swarms"
 import { Workers } from "./workers"
 
-export function Repos(store: StateStore, clock: Clock, logger: Logger, pepper: string) {
+export function Repos(given: StateStore, clock: Clock, logger: Logger, pepper: string) {
+  // A write whose answer was lost is settled by reading it back, never taken for a failure.
+  const store = settledWrites(given)
   const events = EventLog(store, clock, logger)
   return {
     store,

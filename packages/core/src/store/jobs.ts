@@ -84,8 +84,9 @@ export function Jobs(store: StateStore, clock: Clock) {
   /**
    * Write changed tasks, each conditional on the version it was read at and, under a lease, with its
    * fencing token. Every write is settled before this answers: returns the tasks as stored (with
-   * their new versions) and the indexes of the tasks whose write lost its race (the caller re-reads
-   * and re-applies those). Any other failure is thrown once all the writes have settled.
+   * their new versions), the indexes of the tasks whose write lost its race (the caller re-reads
+   * and re-applies those), and the first other failure, if any (those tasks are not written; the
+   * caller records what landed, then gives up).
    */
   async function tryWriteTasks(
     job: Pick<Job, "project" | "id" | "backendId">,
@@ -93,18 +94,24 @@ export function Jobs(store: StateStore, clock: Clock) {
     fence?: number,
     /** Writes in flight at once (default 16). */
     concurrency = WriteConcurrency,
-  ): Promise<{ items: StoredItem<Task>[]; lost: number[] }> {
+  ): Promise<{ items: StoredItem<Task>[]; lost: number[]; failed?: { indexes: number[]; error: unknown } }> {
     const settled = await mapLimit(writes, concurrency, ({ task, prior }) =>
       store.update({ ...taskItem(job, task), version: prior.version, fence: fence ?? prior.fence }).then(
         (item) => ({ item }),
         (error: unknown) => ({ error, index: task.index }),
       ),
     )
-    const failed = settled.find((s) => "error" in s && !(s.error instanceof VersionConflictError))
-    if (failed && "error" in failed) throw failed.error
+    const failures = settled.flatMap((s) =>
+      "error" in s && !(s.error instanceof VersionConflictError) ? [s] : [],
+    )
     return {
       items: settled.flatMap((s) => ("item" in s ? [s.item] : [])),
-      lost: settled.flatMap((s) => ("error" in s ? [s.index] : [])),
+      lost: settled.flatMap((s) =>
+        "error" in s && s.error instanceof VersionConflictError ? [s.index] : [],
+      ),
+      ...(failures.length
+        ? { failed: { indexes: failures.map((f) => f.index), error: failures[0]!.error } }
+        : {}),
     }
   }
 
@@ -202,7 +209,8 @@ export function Jobs(store: StateStore, clock: Clock) {
       /** Writes in flight at once (default 16). */
       concurrency = WriteConcurrency,
     ): Promise<StoredItem<Task>[]> {
-      const { items, lost } = await tryWriteTasks(job, writes, fence, concurrency)
+      const { items, lost, failed } = await tryWriteTasks(job, writes, fence, concurrency)
+      if (failed) throw failed.error
       if (lost.length) throw new VersionConflictError(Keys.task(job.project, job.id, lost[0]!))
       return items
     },

@@ -244,6 +244,7 @@ function normalize(item: StoredItem): StoredItem {
   if (item.list) out.list = { pk: item.list.pk, sk: item.list.sk }
   if (item.ttl !== undefined) out.ttl = item.ttl
   if (item.fence !== undefined) out.fence = item.fence
+  if (item.writeId !== undefined) out.writeId = item.writeId
   const keyParts = [out.pk, out.sk, out.active?.pk, out.active?.sk, out.list?.pk, out.list?.sk]
   if (keyParts.some((part) => part === "")) {
     throw new BackendError(

@@ -35,6 +35,11 @@ export interface StoredItem<T = unknown> extends Key {
    * refused (`FencedError`) when the stored fence is newer: its writer's lease was taken over.
    */
   fence?: number
+  /**
+   * A token of the write that made this version, when its writer gave one: a writer whose answer was
+   * lost tells its own write from another's by it (`settled.ts`).
+   */
+  writeId?: string
 }
 
 /** What `create`/`createMany` take: an item without a version (it becomes 1). */

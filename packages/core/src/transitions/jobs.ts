@@ -102,12 +102,13 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
       }
       const tasks = Array.from({ length: spec.tasks }, (_, i) => newTask(i, now))
       const stored = await jobs.create(job, tasks)
-      if (stored.created)
-        await events.job(project, id, {
-          to: "PENDING",
-          reason: "created",
-          message: `${spec.tasks} task(s) on ${backendId}`,
-        })
+      // Also on a retry that found the job: the try that created it may have failed before its event.
+      await events.job(
+        project,
+        id,
+        { to: "PENDING", reason: "created", message: `${spec.tasks} task(s) on ${stored.job.backendId}` },
+        { key: "created", at: stored.job.createdAt },
+      )
       return stored.job
     },
 
@@ -245,13 +246,18 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
             job.spec,
             now,
           )
-          const items = await jobs.writeTasks(
+          const repaired = await jobs.tryWriteTasks(
             job,
             repair.changed.map((task) => ({ task, prior: before.get(task.index)! })),
             fence,
           )
-          for (const item of items) written.set(item.data.index, item)
-          await events.tasks(project, id, taskEvents(id, repair.changed, before, [], "gang_repair"))
+          for (const item of repaired.items) written.set(item.data.index, item)
+          // What landed is recorded even when a sibling's write did not (the next pass repairs the rest).
+          const landed = new Set(repaired.items.map((item) => item.data.index))
+          const kept = repair.changed.filter((t) => landed.has(t.index))
+          await events.tasks(project, id, taskEvents(id, kept, before, [], "gang_repair"))
+          if (repaired.failed) throw repaired.failed.error
+          if (repaired.lost.length) throw new VersionConflictError(Keys.task(project, id, repaired.lost[0]!))
           stop.push(...repair.stop)
           changed.push(...repair.changed)
         }
@@ -309,6 +315,7 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
       const loaded = await jobs.load(project, id)
       const now = iso(clock.now())
       const idle = (loaded?.tasks ?? []).filter((t) => t.data.state === "PENDING")
+      let failure: { error: unknown } | undefined
       const killed = await mapLimit(idle, WriteConcurrency, async (stored) => {
         const result = applyOutcome(
           stored.data,
@@ -321,8 +328,9 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
           return stored.data.index
         } catch (error) {
           // The task moved meanwhile (e.g. it was just placed): the reconcile pass kills it instead.
-          if (error instanceof VersionConflictError) return undefined
-          throw error
+          // Any other failure fails the request, once the kills that landed are recorded.
+          if (!(error instanceof VersionConflictError)) failure ??= { error }
+          return undefined
         }
       })
       await events.tasks(
@@ -337,6 +345,7 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
             reason: "cancelled",
           })),
       )
+      if (failure) throw failure.error
       return (await api.refresh(project, id, "cancelled")) ?? marked.data
     },
 
@@ -379,95 +388,113 @@ export function JobTransitions({ jobs, events, clock }: JobTransitionDeps) {
       const tasksOf = new Map<number, Task>()
       const items = new Map<number, StoredItem<Task>>()
       let pending = indexes
-      for (let attempt = 0; ; attempt++) {
-        const now = iso(clock.now())
-        const stored =
-          attempt === 0 && known && !job.spec.coscheduling && indexes.every((i) => known.has(i))
-            ? indexes.map((i) => known.get(i)!)
-            : await jobs.readTasks(job.project, job.id, job.spec.coscheduling ? undefined : pending)
-        const before = new Map(stored.map((t) => [t.data.index, t]))
-        let tasks = stored.map((t) => t.data)
-        const stop: string[] = []
-        for (const report of reports) {
-          if ("serving" in report) {
-            tasks = tasks.map((t) =>
-              t.index === report.index ? noteServing(t, report.serving, now).task : t,
-            )
-            continue
-          }
-          if (job.spec.coscheduling) {
-            const result = applyGangOutcome(tasks, report.index, report.outcome, job.spec, now)
-            tasks = result.tasks
-            stop.push(...result.stop)
-          } else {
-            tasks = tasks.map((t) => {
-              if (t.index !== report.index) return t
-              const result = applyOutcome(t, report.outcome, job.spec, now)
+      // Whatever ends this call, the changes that landed are recorded (their stops are carried out by
+      // later passes, from the tasks' `stopping`).
+      let recorded = false
+      const record = async (recount: boolean) => {
+        recorded = true
+        if (options.collect && !recount) options.collect(landed.events)
+        else if (landed.events.length) await events.tasks(job.project, job.id, landed.events)
+      }
+      try {
+        for (let attempt = 0; ; attempt++) {
+          const now = iso(clock.now())
+          const stored =
+            attempt === 0 && known && !job.spec.coscheduling && indexes.every((i) => known.has(i))
+              ? indexes.map((i) => known.get(i)!)
+              : await jobs.readTasks(job.project, job.id, job.spec.coscheduling ? undefined : pending)
+          const before = new Map(stored.map((t) => [t.data.index, t]))
+          let tasks = stored.map((t) => t.data)
+          const stop: string[] = []
+          for (const report of reports) {
+            if ("serving" in report) {
+              tasks = tasks.map((t) =>
+                t.index === report.index ? noteServing(t, report.serving, now).task : t,
+              )
+              continue
+            }
+            if (job.spec.coscheduling) {
+              const result = applyGangOutcome(tasks, report.index, report.outcome, job.spec, now)
+              tasks = result.tasks
               stop.push(...result.stop)
-              return result.task
-            })
+            } else {
+              tasks = tasks.map((t) => {
+                if (t.index !== report.index) return t
+                const result = applyOutcome(t, report.outcome, job.spec, now)
+                stop.push(...result.stop)
+                return result.task
+              })
+            }
+          }
+          const changed = tasks.filter((t) => t !== before.get(t.index)?.data)
+          for (const item of stored) items.set(item.data.index, item)
+          for (const task of tasks) tasksOf.set(task.index, task)
+          const {
+            items: written,
+            lost,
+            failed,
+          } = await jobs.tryWriteTasks(
+            job,
+            changed.map((task) => ({ task, prior: before.get(task.index)! })),
+            options.fence,
+            options.concurrency,
+          )
+          for (const item of written) items.set(item.data.index, item)
+          // Not written: lost races (retried below) and failed writes (the call fails, after it records
+          // what did land).
+          const lostSet = new Set([...lost, ...(failed?.indexes ?? [])])
+          const kept = changed.filter((t) => !lostSet.has(t.index))
+          const moved = kept.filter((t) => t.state !== before.get(t.index)?.data.state)
+          // The report that ends a job's last open task brings the job to its end at once (not a pass
+          // later): job lists and details read SUCCEEDED as soon as the tasks have. The job's counts are
+          // only a hint of whether this is that report; the full count is taken when it may be.
+          landed.ended += moved.filter(
+            (t) => isTerminalTask(t.state) && !isTerminalTask(before.get(t.index)!.data.state),
+          ).length
+          landed.changed += kept.length
+          landed.moved += moved.length
+          landed.events.push(...taskEvents(job.id, moved, before, reports))
+          // A stop goes with the task whose attempt it ends: kept when that task's write landed.
+          const ownerOf = new Map<string, number>()
+          if (lostSet.size)
+            for (const t of [...stored.map((item) => item.data), ...tasks])
+              for (const a of t.attempts) ownerOf.set(a.attemptUid, t.index)
+          for (const uid of stop) {
+            const owner = ownerOf.get(uid)
+            if (owner === undefined || !lostSet.has(owner)) landed.stop.add(uid)
+          }
+          if (failed) throw failed.error
+          if (lost.length) {
+            if (attempt < 10) {
+              pending = lost
+              continue
+            }
+            throw new VersionConflictError(Keys.task(job.project, job.id, lost[0]!))
+          }
+          const { ended } = landed
+          const open = Object.entries(job.counts).reduce(
+            (n, [state, count]) => n + (isTerminalTask(state as TaskState) ? 0 : (count ?? 0)),
+            0,
+          )
+          const recount =
+            options.recount !== false &&
+            ended > 0 &&
+            (job.spec.tasks <= RecountTasks || open - ended <= 0) &&
+            !isFinished(job.status)
+          // A job that may end here has its task events written first: whoever reads it ended reads why.
+          await record(recount)
+          if (recount) await api.refresh(job.project, job.id, "tasks_ended", options.fence)
+          return {
+            stop: [...landed.stop],
+            changed: landed.changed,
+            moved: landed.moved,
+            tasks: [...tasksOf.values()],
+            items: [...items.values()],
           }
         }
-        const changed = tasks.filter((t) => t !== before.get(t.index)?.data)
-        for (const item of stored) items.set(item.data.index, item)
-        for (const task of tasks) tasksOf.set(task.index, task)
-        const { items: written, lost } = await jobs.tryWriteTasks(
-          job,
-          changed.map((task) => ({ task, prior: before.get(task.index)! })),
-          options.fence,
-          options.concurrency,
-        )
-        for (const item of written) items.set(item.data.index, item)
-        const lostSet = new Set(lost)
-        const kept = changed.filter((t) => !lostSet.has(t.index))
-        const moved = kept.filter((t) => t.state !== before.get(t.index)?.data.state)
-        // The report that ends a job's last open task brings the job to its end at once (not a pass
-        // later): job lists and details read SUCCEEDED as soon as the tasks have. The job's counts are
-        // only a hint of whether this is that report; the full count is taken when it may be.
-        landed.ended += moved.filter(
-          (t) => isTerminalTask(t.state) && !isTerminalTask(before.get(t.index)!.data.state),
-        ).length
-        landed.changed += kept.length
-        landed.moved += moved.length
-        landed.events.push(...taskEvents(job.id, moved, before, reports))
-        // A stop goes with the task whose attempt it ends: kept when that task's write landed.
-        const ownerOf = new Map<string, number>()
-        if (lost.length)
-          for (const t of [...stored.map((item) => item.data), ...tasks])
-            for (const a of t.attempts) ownerOf.set(a.attemptUid, t.index)
-        for (const uid of stop) {
-          const owner = ownerOf.get(uid)
-          if (owner === undefined || !lostSet.has(owner)) landed.stop.add(uid)
-        }
-        if (lost.length) {
-          if (attempt < 10) {
-            pending = lost
-            continue
-          }
-          throw new VersionConflictError(Keys.task(job.project, job.id, lost[0]!))
-        }
-        const { ended } = landed
-        const open = Object.entries(job.counts).reduce(
-          (n, [state, count]) => n + (isTerminalTask(state as TaskState) ? 0 : (count ?? 0)),
-          0,
-        )
-        const recount =
-          options.recount !== false &&
-          ended > 0 &&
-          (job.spec.tasks <= RecountTasks || open - ended <= 0) &&
-          !isFinished(job.status)
-        // A job that may end here has its task events written first: whoever reads it ended reads why.
-        const changes = landed.events
-        if (options.collect && !recount) options.collect(changes)
-        else await events.tasks(job.project, job.id, changes)
-        if (recount) await api.refresh(job.project, job.id, "tasks_ended", options.fence)
-        return {
-          stop: [...landed.stop],
-          changed: landed.changed,
-          moved: landed.moved,
-          tasks: [...tasksOf.values()],
-          items: [...items.values()],
-        }
+      } catch (error) {
+        if (!recorded) await record(false).catch(() => undefined)
+        throw error
       }
     },
 

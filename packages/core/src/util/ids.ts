@@ -41,6 +41,16 @@ export function seededId(prefix: string, ms: number, seed: string): string {
   return `${prefix}-${encodeTime(ms)}${encodeBytes(createHash("sha256").update(seed).digest(), 10)}`
 }
 
+/**
+ * The same (`ms`, `seed`) always gives the same id, shaped as `newId`'s and sorting just before every id
+ * `newId` makes in millisecond `ms` (as the last of the millisecond before): a job's `created` event
+ * comes before its other events, however fast they follow.
+ */
+export function seededFirstId(prefix: string, ms: number, seed: string): string {
+  const hash = encodeBytes(createHash("sha256").update(seed).digest(), 6)
+  return `${prefix}-${encodeTime(ms - 1)}${encodeTime(32 ** 4 - 1, 4)}${hash}`
+}
+
 /** A random secret in base64url (no padding). */
 export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString("base64url")
