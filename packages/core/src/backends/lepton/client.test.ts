@@ -1,0 +1,306 @@
+/**
+ * The Lepton client against a small scripted HTTP server: each request gets the next scripted answer
+ * (a status and body, a hang, or a dropped connection), and every request is recorded. Backoff waits go
+ * to an injected sleep that only advances an injected clock, so no test waits in real time for them.
+ */
+import { createServer, type IncomingMessage, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterEach, describe, expect, test } from "vitest"
+import { LeptonApiError, type LeptonClientOptions, leptonClient } from "./client"
+
+const Token = "tok-SECRET-4242"
+
+type Answer =
+  | { status: number; body?: unknown; headers?: Record<string, string> }
+  | "hang"
+  | "drop"
+  | ((url: URL) => { status: number; body?: unknown })
+
+interface Seen {
+  method: string
+  url: URL
+  authorization?: string
+  body?: unknown
+}
+
+const servers: Server[] = []
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+})
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = []
+  for await (const chunk of req) chunks.push(chunk as Buffer)
+  const text = Buffer.concat(chunks).toString()
+  return text ? JSON.parse(text) : undefined
+}
+
+/** A server answering `script` in order (the last answer repeats), and a client of it. */
+async function scripted(script: Answer[], options: Partial<LeptonClientOptions> = {}) {
+  const seen: Seen[] = []
+  let next = 0
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://x")
+    seen.push({
+      method: req.method ?? "",
+      url,
+      authorization: req.headers.authorization,
+      body: await readBody(req),
+    })
+    const answer = script[Math.min(next++, script.length - 1)]!
+    if (answer === "hang") return
+    if (answer === "drop") return req.socket.destroy()
+    const { status, body, headers } = typeof answer === "function" ? { ...answer(url), headers: {} } : answer
+    res.writeHead(status, { "content-type": "application/json", ...headers })
+    res.end(body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body))
+  })
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const port = (server.address() as AddressInfo).port
+  let now = Date.parse("2026-01-01T00:00:00Z")
+  const waits: number[] = []
+  const client = leptonClient({
+    baseUrl: `http://127.0.0.1:${port}/api/v2/workspaces/ws123/`,
+    token: Token,
+    now: () => now,
+    sleep: async (ms) => {
+      waits.push(ms)
+      now += ms
+    },
+    random: () => 0,
+    timeoutMs: 5_000,
+    retries: 3,
+    ...options,
+  })
+  return { client, seen, waits, advance: (ms: number) => (now += ms), now: () => now }
+}
+
+const deployment = (id: string, state: string) => ({
+  metadata: { id, name: id, brand_new_field: 1 },
+  spec: { whatever: true },
+  status: { state, endpoint: { internal_endpoint: "http://in", external_endpoint: "https://out" } },
+})
+
+/** The error a call threw (it must throw). */
+async function failure(call: Promise<unknown>): Promise<LeptonApiError> {
+  const error = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(error).toBeInstanceOf(LeptonApiError)
+  return error as LeptonApiError
+}
+
+describe("the Lepton client", () => {
+  test("sends the token as a bearer token under the workspace base, and reads unknown fields and states", async () => {
+    const { client, seen } = await scripted([{ status: 200, body: deployment("sp-a", "Hibernating") }])
+    const got = await client.deployments.get("sp-a")
+    expect(got?.status?.state).toBe("Hibernating")
+    expect(got?.metadata.id).toBe("sp-a")
+    expect(seen[0]!.url.pathname).toBe("/api/v2/workspaces/ws123/deployments/sp-a")
+    expect(seen[0]!.authorization).toBe(`Bearer ${Token}`)
+  })
+
+  test("a 500 then a 200 is retried once after a backoff, and succeeds", async () => {
+    const { client, seen, waits } = await scripted([
+      { status: 500, body: { code: "Internal", message: "oops" } },
+      { status: 200, body: [deployment("sp-a", "Ready")] },
+    ])
+    const list = await client.deployments.list()
+    expect(list.map((d) => d.metadata.id)).toEqual(["sp-a"])
+    expect(seen).toHaveLength(2)
+    expect(waits).toHaveLength(1)
+    expect(waits[0]).toBeGreaterThan(0)
+  })
+
+  test("a dropped connection is retried", async () => {
+    const { client, seen } = await scripted(["drop", { status: 200, body: deployment("sp-a", "Ready") }])
+    expect((await client.deployments.get("sp-a"))?.status?.state).toBe("Ready")
+    expect(seen).toHaveLength(2)
+  })
+
+  test("a 429 with Retry-After: 2 waits at least 2 s of the injected clock before trying again", async () => {
+    const { client, seen, waits } = await scripted([
+      {
+        status: 429,
+        body: { code: "TooManyRequests", message: "slow down" },
+        headers: { "retry-after": "2" },
+      },
+      { status: 200, body: { workspace_name: "my-ws", workspace_state: "normal", new_thing: [] } },
+    ])
+    expect((await client.workspace()).workspace_name).toBe("my-ws")
+    expect(seen).toHaveLength(2)
+    expect(waits.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(2000)
+  })
+
+  test("a Retry-After given as an HTTP date is read against the injected clock", async () => {
+    const { client, waits } = await scripted([
+      { status: 503, body: {}, headers: { "retry-after": "Thu, 01 Jan 2026 00:00:03 GMT" } },
+      { status: 200, body: [] },
+    ])
+    expect(await client.deployments.list()).toEqual([])
+    expect(waits).toEqual([3000])
+  })
+
+  test("5xx retries back off exponentially and stop after `retries`, with the last error", async () => {
+    const { client, seen, waits } = await scripted(
+      [{ status: 503, body: { code: "Unavailable", message: "down" } }],
+      {
+        retries: 3,
+        backoffMs: 100,
+      },
+    )
+    const error = await failure(client.deployments.list())
+    expect(seen).toHaveLength(4)
+    expect(waits).toEqual([50, 100, 200]) // jitter 0 halves each step
+    expect(error.status).toBe(503)
+    expect(error.retryable).toBe(true)
+  })
+
+  const refusals: [number, string, string][] = [
+    [401, "Unauthorized", "invalid token"],
+    [403, "Forbidden", "token of another workspace"],
+    [404, "NotFound", "no such workspace"],
+    [400, "InvalidRequest", "no valid field to update"],
+  ]
+  for (const [status, code, message] of refusals)
+    test(`a ${status} is not retried; the error names the call, the status and Lepton's message, never the token`, async () => {
+      // The server even echoes the token back: it must still not reach the error.
+      const { client, seen, waits } = await scripted([
+        { status, body: { code, message: `${message} (got ${Token})` } },
+      ])
+      const error = await failure(client.deployments.list())
+      expect(seen).toHaveLength(1)
+      expect(waits).toEqual([])
+      expect(error.status).toBe(status)
+      expect(error.code).toBe(code)
+      expect(error.retryable).toBe(false)
+      expect(error.message).toContain(`GET /deployments answered ${status}`)
+      expect(error.message).toContain(message)
+      expect(error.message).not.toContain(Token)
+      expect(JSON.stringify(error)).not.toContain(Token)
+    })
+
+  test("a 404 on a get is `undefined` (gone), and deleting what is gone is done", async () => {
+    const { client } = await scripted([{ status: 404, body: { code: "NotFound", message: "no" } }])
+    expect(await client.deployments.get("sp-gone")).toBeUndefined()
+    expect(await client.jobs.get("sp-gone")).toBeUndefined()
+    await expect(client.deployments.delete("sp-gone")).resolves.toBeUndefined()
+    await expect(client.jobs.stop("sp-gone")).resolves.toBeUndefined()
+  })
+
+  test("a hanging answer times out, and is named as such", async () => {
+    const { client, seen } = await scripted(["hang"], { timeoutMs: 150, retries: 0 })
+    const error = await failure(client.deployments.get("sp-a"))
+    expect(error.retryable).toBe(true)
+    expect(error.status).toBeUndefined()
+    expect(error.message).toMatch(/GET \/deployments\/sp-a: no answer within/)
+    expect(seen).toHaveLength(1)
+  })
+
+  test("no request starts past the overall deadline, and no retry waits beyond it", async () => {
+    const past = await scripted([{ status: 200, body: [] }], { deadline: Date.parse("2025-12-31T00:00:00Z") })
+    const late = await failure(past.client.deployments.list())
+    expect(late.message).toContain("deadline")
+    expect(past.seen).toHaveLength(0)
+
+    const soon = await scripted([{ status: 503, body: {}, headers: { "retry-after": "30" } }], {
+      deadline: Date.parse("2026-01-01T00:00:10Z"),
+    })
+    const error = await failure(soon.client.deployments.list())
+    expect(error.status).toBe(503)
+    expect(soon.seen).toHaveLength(1)
+    expect(soon.waits).toEqual([])
+  })
+
+  test("jobs list follows pages from 1 to the first empty one (250 jobs at page_size 100: 4 requests)", async () => {
+    const jobs = Array.from({ length: 250 }, (_, i) => ({
+      metadata: { id: `j-${i}` },
+      status: { state: "Running" },
+    }))
+    const { client, seen } = await scripted([
+      (url) => {
+        const page = Number(url.searchParams.get("page"))
+        const size = Number(url.searchParams.get("page_size"))
+        return { status: 200, body: { jobs: jobs.slice((page - 1) * size, page * size) } }
+      },
+    ])
+    const all = await client.jobs.list({ pageSize: 100 })
+    expect(all.map((j) => j.metadata.id)).toEqual(jobs.map((j) => j.metadata.id))
+    expect(seen.map((s) => s.url.searchParams.get("page"))).toEqual(["1", "2", "3", "4"])
+    expect(seen.every((s) => s.url.searchParams.get("job_query_mode") === "alive_only")).toBe(true)
+  })
+
+  test("jobs list reads a bare array too, with the SDK's page size of 500 by default", async () => {
+    const { client, seen } = await scripted([
+      { status: 200, body: [{ metadata: { id: "j-1" }, status: { state: "Completed" } }] },
+      { status: 200, body: [] },
+    ])
+    expect((await client.jobs.list()).map((j) => j.metadata.id)).toEqual(["j-1"])
+    expect(seen[0]!.url.searchParams.get("page_size")).toBe("500")
+  })
+
+  test("a job create returns Lepton's id; a 500 on create is not retried (it may have landed), a 429 is", async () => {
+    const body = { metadata: { id: "sp-a-1", name: "sp-a-1" }, spec: {} as never }
+    const ok = await scripted([
+      { status: 429, body: {}, headers: { "retry-after": "1" } },
+      {
+        status: 201,
+        body: { metadata: { id: "sp-a-1-x7k2", name: "sp-a-1" }, status: { state: "Starting" } },
+      },
+    ])
+    expect((await ok.client.jobs.create(body)).metadata.id).toBe("sp-a-1-x7k2")
+    expect(ok.seen.map((s) => s.method)).toEqual(["POST", "POST"])
+    expect(ok.seen[0]!.body).toEqual(body)
+
+    const lost = await scripted([{ status: 500, body: { message: "gateway" } }])
+    const error = await failure(lost.client.jobs.create(body))
+    expect(error.retryable).toBe(true)
+    expect(lost.seen).toHaveLength(1)
+  })
+
+  test("get asks for alive and archived jobs; stop is a PATCH of spec.stopped; delete asks alive_only", async () => {
+    const { client, seen } = await scripted([
+      { status: 200, body: { metadata: { id: "j" }, status: { state: "Archived", job_history: [] } } },
+      { status: 200, body: {} },
+      { status: 200 },
+    ])
+    await client.jobs.get("j")
+    await client.jobs.stop("j")
+    await client.jobs.delete("j")
+    expect(seen[0]!.url.searchParams.get("job_query_mode")).toBe("alive_and_archive")
+    expect([seen[1]!.method, seen[1]!.url.pathname, seen[1]!.body]).toEqual([
+      "PATCH",
+      "/api/v2/workspaces/ws123/jobs/j",
+      { spec: { stopped: true } },
+    ])
+    expect([seen[2]!.method, seen[2]!.url.searchParams.get("job_query_mode")]).toEqual([
+      "DELETE",
+      "alive_only",
+    ])
+  })
+
+  test("a deployment patch sends the merge patch as it is; readiness and replica logs are read", async () => {
+    const { client, seen } = await scripted([
+      { status: 200, body: deployment("sp-a", "Scaling") },
+      { status: 200, body: { "sp-a-r1": [{ reason: "Ready", message: "" }], "sp-a-r2": null } },
+      { status: 200, body: "line 1\nline 2" },
+    ])
+    const patch = { spec: { resource_requirement: { min_replicas: 3, max_replicas: 3 } } }
+    expect((await client.deployments.patch("sp-a", patch))?.status?.state).toBe("Scaling")
+    expect(seen[0]!.body).toEqual(patch)
+    expect(Object.keys(await client.deployments.readiness("sp-a"))).toEqual(["sp-a-r1", "sp-a-r2"])
+    expect(await client.deployments.replicaLog("sp-a", "sp-a-r1")).toContain("line 2")
+    expect(seen[2]!.url.pathname).toBe("/api/v2/workspaces/ws123/deployments/sp-a/replicas/sp-a-r1/log")
+  })
+
+  test("an answer that is not what the contract says is a retryable error naming the call", async () => {
+    const { client } = await scripted([{ status: 200, body: { not: "an array" } }])
+    const error = await failure(client.deployments.list())
+    expect(error.message).toContain("GET /deployments: unexpected answer")
+    expect(error.retryable).toBe(true)
+  })
+})
