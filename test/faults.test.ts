@@ -223,31 +223,16 @@ describe("fixed: found by the fault runs", () => {
   ])(
     "with no fault at all, a lost race on one task of a batch ($kind) keeps the events and the stops of the tasks whose writes landed",
     async ({ gang }) => {
-      const clock = new FakeClock()
       // Another writer changes task 1 once, just before the batch writes it (a heartbeat, say).
       let races = 1
-      const faults = new Faults(
+      const { rt, faults } = faulty([
         {
-          seed: 1,
-          rules: [
-            {
-              point: "store.update",
-              kind: "race",
-              rate: 1,
-              when: ({ args }) => (args[0] as { sk: string }).sk.endsWith("TASK#00001") && races-- > 0,
-            },
-          ],
+          point: "store.update",
+          kind: "race",
+          rate: 1,
+          when: ({ args }) => isTask("TASK#00001")(args) && races-- > 0,
         },
-        clock,
-      )
-      const rt = createRuntime({
-        store: faultyStore(MemoryStore(), faults),
-        queue: MemoryQueue({ clock }),
-        clock,
-        logger: silentLogger,
-        pepper: "p",
-        secrets: { get: async () => "" },
-      })
+      ])
       await rt.repos.backends.put("p", "pool", BackendConfig.parse({ type: "workers" }))
       const job = await faults.quiet(() =>
         rt.transitions.jobs.create(
