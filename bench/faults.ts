@@ -5,7 +5,7 @@
  * (one row per seed: jobs, faults injected, simulated time, violations by invariant) and the faults
  * by kind over every run.
  *
- * `runFaultSoak(options)` is what `npm run soak` calls; alone: `npx tsx bench/faults.ts --seeds 10
+ * `npm run soak` runs it first (bench/soak.ts); alone: `npx tsx bench/faults.ts --seeds 10
  * --jobs 500 [--first 1000] [--scale 2] [--profile full|before|none] [--preemption true]`.
  *
  * A run fails (`ok: false`) on any violation.

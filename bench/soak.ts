@@ -9,9 +9,15 @@
  * Fails (exit 1) when RSS after the last round is more than `--max-growth-mb` above RSS after the
  * first (memory that is never given back), or a job was lost, or a worker missed its heartbeat grace.
  *
- * `npm run soak` (3 rounds of 10 small jobs and a 1,500-task cancel: about 2 minutes), or larger:
- * `npm run soak -- --rounds 4 --jobs 40 --tasks 10000 --max-growth-mb 150`.
+ * First, the long crash-anywhere run (bench/faults.ts: `--fault-seeds` seeds of `--fault-jobs` jobs
+ * through the control plane under injected faults, each checked against every invariant); any
+ * violation fails the soak. `--fault-seeds 0` skips it.
+ *
+ * `npm run soak` (4 fault seeds of 400 jobs, then 3 rounds of 10 small jobs and a 1,500-task cancel:
+ * about 3 minutes), or larger: `npm run soak -- --fault-seeds 10 --rounds 4 --jobs 40 --tasks 10000`.
  */
+
+import { runFaultSoak } from "./faults"
 import {
   type BenchPlane,
   Latencies,
@@ -34,6 +40,10 @@ const options = numberArgs(process.argv.slice(2), {
   "max-growth-mb": 150,
   /** How long a cancel or the small jobs may take, s. */
   "timeout-s": 180,
+  /** Seeds of the crash-anywhere run before the rounds (0: none). */
+  "fault-seeds": 4,
+  /** Jobs per seed of that run. */
+  "fault-jobs": 400,
 })
 
 const Ended = ["SUCCEEDED", "FAILED", "CANCELLED"]
@@ -172,6 +182,16 @@ async function round(p: BenchPlane, phase: { name: string }): Promise<Round> {
 }
 
 async function main(): Promise<number> {
+  if (options["fault-seeds"] > 0) {
+    const faults = await runFaultSoak({ seeds: options["fault-seeds"], jobs: options["fault-jobs"] })
+    console.log(
+      `crash anywhere: ${faults.jobs} jobs, ${faults.faults} faults injected, ${faults.unexpected} violations\n`,
+    )
+    if (!faults.ok) {
+      console.error("soak failed: the crash-anywhere run broke an invariant (its story is above)")
+      return 1
+    }
+  }
   const p = await startBenchPlane()
   const phase = { name: "steady" }
   const stopProbe = await probeWorker(p, () => `heartbeat (${phase.name})`)
