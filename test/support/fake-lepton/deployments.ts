@@ -173,9 +173,15 @@ export class Deployments {
   async forward(id: string, path: string, request: Request): Promise<Response> {
     const d = this.items.get(id)
     if (!d) return new Response("no such endpoint\n", { status: 404 })
-    const tokens = (Array.isArray(d.spec.api_tokens) ? d.spec.api_tokens : []).flatMap((t) =>
-      isObject(t) && typeof t.value === "string" ? [t.value] : [],
-    )
+    // A token is a value, or a reference to a workspace secret that holds it (`token_name_ref`).
+    const tokens = (Array.isArray(d.spec.api_tokens) ? d.spec.api_tokens : []).flatMap((t) => {
+      if (!isObject(t)) return []
+      if (typeof t.value === "string") return [t.value]
+      const ref = isObject(t.value_from) ? t.value_from.token_name_ref : undefined
+      const value = typeof ref === "string" ? this.ws.secrets.get(ref) : undefined
+      // A reference to no secret still closes the endpoint: nothing matches it.
+      return typeof ref === "string" ? [value ?? `\0unresolved:${ref}`] : []
+    })
     const auth = request.headers.get("authorization") ?? ""
     if (tokens.length > 0 && !tokens.some((t) => auth === `Bearer ${t}`))
       return Response.json({ code: "Unauthorized", message: "invalid or missing api token" }, { status: 401 })

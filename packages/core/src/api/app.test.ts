@@ -924,13 +924,6 @@ describe("backends", () => {
     const api = await withBackend()
     const before = { writes: api.store.writes(), queued: api.queue.pending().length }
     const types = {
-      lepton: {
-        type: "lepton",
-        workspaceId: "ws1",
-        tokenSecret: "lepton-token",
-        nodeGroup: "h100",
-        resourceShape: "gpu.1xh100-80gb",
-      },
       eks: { type: "eks", clusterName: "c", region: "us-west-2", localQueue: "q" },
     }
     for (const [type, config] of Object.entries(types)) {
@@ -938,8 +931,8 @@ describe("backends", () => {
       expect(res.status).toBe(422)
       expect(res.json.error).toMatchObject({
         code: "backend.not_available",
-        message: `the ${type} backend is not available in this release; available types: slurm, workers`,
-        details: { type, available: ["slurm", "workers"] },
+        message: `the ${type} backend is not available in this release; available types: lepton, slurm, workers`,
+        details: { type, available: ["lepton", "slurm", "workers"] },
       })
       expect((await api.call("GET", `/v1/backends/new-${type}`)).status).toBe(404)
       // Nor may an existing backend become one.

@@ -17,6 +17,7 @@ import { MemoryQueue } from "../queue/memory"
 import { createRuntime } from "../runtime"
 import { MemoryStore } from "../store/memory"
 import { FakeClock } from "../util/clock"
+import { BackendError } from "../util/errors"
 import { silentLogger } from "../util/logger"
 import {
   type AutoscalingBackend,
@@ -123,6 +124,8 @@ const configs = {
     nodeGroup: "h100-pool",
     resourceShape: "gpu.8xh100-80gb",
     displayName: "Lepton H100",
+    // Nothing listens on the discard port: a call that needs Lepton fails at once.
+    workspaceUrl: "http://127.0.0.1:9/api/v2/workspaces/ws123",
   },
   eks: {
     type: "eks",
@@ -153,6 +156,10 @@ const implemented: Partial<
       createOrUpdate: "needs_cluster",
       delete: "needs_cluster",
     },
+  },
+  lepton: {
+    capabilities: ["serving", "health"],
+    calls: { createOrUpdate: "needs_cluster" },
   },
 }
 
@@ -320,7 +327,13 @@ for (const [type, spec] of Object.entries(implemented) as [
           await result
           return
         }
-        await expect(result).rejects.toMatchObject({ name: "BackendError", retryable: true })
+        // A backend's own error class (LeptonApiError) is a BackendError too.
+        const error = await result.then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+        expect(error).toBeInstanceOf(BackendError)
+        expect(error).toMatchObject({ retryable: true })
       })
     }
   })
@@ -332,7 +345,7 @@ describe("a type with no implementation in this release", () => {
       const make = () => createBackend(backendOf(type), runtime())
       expect(make).toThrow(BackendNotAvailableError)
       expect(make).toThrow(
-        `the ${type} backend is not available in this release; available types: slurm, workers`,
+        `the ${type} backend is not available in this release; available types: lepton, slurm, workers`,
       )
       try {
         make()
@@ -340,7 +353,7 @@ describe("a type with no implementation in this release", () => {
         expect(error).toMatchObject({
           code: "backend.not_available",
           status: 422,
-          details: { type, available: ["slurm", "workers"] },
+          details: { type, available: ["lepton", "slurm", "workers"] },
         })
       }
     })

@@ -10,6 +10,7 @@ import type { Backend, BackendConfigOf } from "../model/backend"
 import type { JobSpec } from "../model/job"
 import type { BackendType } from "../model/states"
 import { type FieldIssue, VisibleError } from "../util/errors"
+import { LeptonBackend } from "./lepton/backend"
 import type { BackendDeps, BackendFactory, TaskBackend } from "./protocol"
 import { SlurmBackend } from "./slurm/backend"
 import { slurmJobIssues } from "./slurm/validate"
@@ -24,6 +25,7 @@ interface Entry<T extends BackendType> {
 const implemented: { [T in BackendType]?: Entry<T> } = {
   workers: { create: WorkersBackend },
   slurm: { create: SlurmBackend, jobSpecIssues: slurmJobIssues },
+  lepton: { create: LeptonBackend },
 }
 
 /** The types this release implements, e.g. for an error message. */

@@ -268,15 +268,10 @@ test("a task that a heartbeat failed past its job's tolerance: the pass kills th
 
 test("a backend of a type this release does not implement (stored by another): its status says so, and the others go on", async () => {
   const { rt, logger } = await setup()
-  const lepton = BackendConfig.parse({
-    type: "lepton",
-    workspaceId: "ws1",
-    tokenSecret: "t",
-    nodeGroup: "g",
-    resourceShape: "gpu.1xh100-80gb",
-  })
-  const { backend: old } = await rt.repos.backends.put("p", "old", lepton)
-  const notAvailable = "the lepton backend is not available in this release; available types: slurm, workers"
+  const eks = BackendConfig.parse({ type: "eks", clusterName: "c", region: "us-west-2", localQueue: "q" })
+  const { backend: old } = await rt.repos.backends.put("p", "old", eks)
+  const notAvailable =
+    "the eks backend is not available in this release; available types: lepton, slurm, workers"
   const { reconcileTick, autoscaleTick } = await import("./ticks")
   for (let i = 0; i < 2; i++) {
     const report = await reconcileTick(rt)

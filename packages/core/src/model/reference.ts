@@ -70,7 +70,7 @@ export function renderConfigReference(): string {
     [
       "lepton",
       LeptonBackendConfig,
-      "An NVIDIA DGX Cloud Lepton workspace (deployments for swarms, batch jobs for jobs). Not in this release: registering one is refused with `422 backend.not_available`.",
+      "An NVIDIA DGX Cloud Lepton workspace, through its v2 API: a deployment per swarm, a Lepton job per task attempt.",
     ],
     [
       "eks",

@@ -1,0 +1,96 @@
+/**
+ * What one listing of the workspace's jobs says of the live and stopping attempts. Pure: the jobs
+ * Lepton listed (live and archived, indexed by id and by the name swarmplane gave each) and the time
+ * go in; transitions, queue reasons and attempts to stop again come out, as in the Slurm backend's
+ * observe.ts. An attempt is found by its Lepton id, else by its name (a create whose answer was lost);
+ * one Lepton no longer lists is lost after `LostAfterMs`, never silently left running.
+ */
+import type { ReconcileResult, TaskRef } from "../protocol"
+import { jobName } from "./spec"
+import { jobOutcome, readJob } from "./states"
+import type { LeptonJob } from "./types"
+
+/** An attempt whose job Lepton has not listed this long after it was minted counts as lost. */
+export const LostAfterMs = 120_000
+
+export interface JobIndex {
+  byId: Map<string, LeptonJob>
+  byName: Map<string, LeptonJob>
+}
+
+/** The listed jobs by Lepton id and by swarmplane's name (its label when Lepton keeps labels). */
+export function indexJobs(jobs: LeptonJob[]): JobIndex {
+  const byId = new Map<string, LeptonJob>()
+  const byName = new Map<string, LeptonJob>()
+  for (const job of jobs) {
+    byId.set(job.metadata.id, job)
+    const attempt = job.metadata.labels?.["swarmplane-attempt"]
+    const name = attempt ? jobName(attempt) : job.metadata.name
+    if (name) byName.set(name, job)
+  }
+  return { byId, byName }
+}
+
+/** The attempt (the last, or the one `uid` names) and its Lepton job, if listed. */
+export function jobOf(index: JobIndex, ref: TaskRef, uid?: string) {
+  const attempt = uid
+    ? ref.task.data.attempts.find((a) => a.attemptUid === uid)
+    : ref.task.data.attempts.at(-1)
+  if (!attempt) return { attempt, job: undefined }
+  const job =
+    (attempt.target ? index.byId.get(attempt.target) : undefined) ??
+    (attempt.submission ? index.byName.get(attempt.submission) : undefined)
+  return { attempt, job }
+}
+
+export type JobObservation = Required<Pick<ReconcileResult, "transitions" | "waiting" | "unstopped">> & {
+  /** Jobs in a state this code does not know, in words (logged; the task is left as it is). */
+  unknown: string[]
+}
+
+export function observeJobs(
+  launched: readonly TaskRef[],
+  stopping: readonly TaskRef[],
+  index: JobIndex,
+  now: number,
+): JobObservation {
+  const out: JobObservation = { transitions: [], waiting: [], unstopped: [], unknown: [] }
+  for (const ref of launched) {
+    const { attempt, job } = jobOf(index, ref)
+    if (!attempt) continue
+    const uid = attempt.attemptUid
+    if (!job) {
+      // Created (or being created) but not listed: after a while the job is gone from Lepton.
+      if (attempt.target && now - Date.parse(attempt.createdAt) > LostAfterMs)
+        out.transitions.push({
+          ref,
+          outcome: {
+            kind: "worker_failed",
+            attemptUid: uid,
+            reason: "lost",
+            message: `Lepton no longer lists job ${attempt.target}`,
+          },
+        })
+      continue
+    }
+    const reading = readJob(job)
+    if (reading.kind === "waiting" || reading.kind === "starting")
+      out.waiting.push({ ref, reason: reading.message })
+    if (reading.kind === "unknown") out.unknown.push(reading.message)
+    const outcome = jobOutcome(reading, uid, job.metadata.id)
+    // A task already RUNNING is not told so again every pass.
+    if (outcome && !(outcome.kind === "running" && ref.task.data.state === "RUNNING"))
+      out.transitions.push({ ref, outcome })
+  }
+  // What swarmplane ended: stopped once Lepton lists it no more or it has ended, else stopped again.
+  for (const ref of stopping) {
+    const uid = ref.task.data.stopping?.attemptUid
+    const { attempt, job } = jobOf(index, ref, uid)
+    if (!uid || !attempt) continue
+    const reading = job ? readJob(job, true) : undefined
+    if (!job || !reading || ["stopped", "succeeded", "failed"].includes(reading.kind))
+      out.transitions.push({ ref, outcome: { kind: "stopped", attemptUid: uid } })
+    else out.unstopped.push({ ref, target: job.metadata.id })
+  }
+  return out
+}
