@@ -32,6 +32,8 @@ export interface FakeLeptonState {
   faults: Fault[]
   /** Requests the API received (method and path after the base), faults included. */
   requests: { method: string; path: string }[]
+  /** The server's cap on a list's `page_size`: a larger one gets this many (and the client pages on). */
+  maxPageSize: number
 }
 
 const modes = new Set(["alive_only", "archive_only", "alive_and_archive"])
@@ -109,7 +111,7 @@ export function fakeLeptonApp(s: FakeLeptonState): Hono {
 
   app.get(`${base}/jobs`, (c) => {
     const page = positive(c.req.query("page"), "page", 1)
-    const pageSize = positive(c.req.query("page_size"), "page_size", 50)
+    const pageSize = Math.min(positive(c.req.query("page_size"), "page_size", 50), s.maxPageSize)
     const states = c.req.queries("status") ?? []
     return c.json({
       jobs: s.jobs.list(mode(c.req.query("job_query_mode"), "alive_only"), page, pageSize, states),

@@ -30,6 +30,11 @@ export interface FakeLeptonOptions {
   archiveAfterMs?: number
   /** The clock of `created_at`, `creation_time` and the like. Default `Date.now`. */
   now?: () => number
+  /**
+   * The most jobs a list page holds, whatever `page_size` asks (the real service's cap is not
+   * documented; a client must page on until an empty page). Default: none.
+   */
+  maxPageSize?: number
 }
 
 export interface FakeLepton {
@@ -84,6 +89,7 @@ export async function startFakeLepton(options: FakeLeptonOptions = {}): Promise<
     }),
     faults: [],
     requests: [],
+    maxPageSize: options.maxPageSize ?? Number.POSITIVE_INFINITY,
   }
   const app = fakeLeptonApp(state)
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {

@@ -168,8 +168,9 @@ export function leptonClient(options: LeptonClientOptions): LeptonClient {
     return {
       failure: new LeptonApiError(
         scrub(`Lepton ${shown} answered ${status}${said}${hint[status] ?? ""}`),
-        // Busy or broken on Lepton's side may pass; a refused token or a bad request will not.
-        status === 429 || status >= 500,
+        // Worth another pass: busy or broken on Lepton's side, or a refused token (fixed in the secret,
+        // not in the work). A bad request will not pass. Within one call only 429 and 5xx are retried.
+        status === 429 || status >= 500 || status === 401 || status === 403,
         method,
         path,
         status,
@@ -204,7 +205,8 @@ export function leptonClient(options: LeptonClientOptions): LeptonClient {
       const { failure, waitAtLeast } = tried
       // A 4xx is the request's or the token's fault: retrying cannot help. A create is tried again only
       // after a 429 (refused before anything was made): after a 5xx or a lost answer it may exist.
-      if (!failure.retryable || (!repeatable && failure.status !== 429)) throw failure
+      const busy = failure.status === undefined || failure.status === 429 || failure.status >= 500
+      if (!failure.retryable || !busy || (!repeatable && failure.status !== 429)) throw failure
       if (attempt >= retries) throw failure
       const backoff = Math.min(maxBackoffMs, backoffMs * 2 ** attempt) * (0.5 + random() / 2)
       const delay = Math.max(waitAtLeast, backoff)
