@@ -248,6 +248,14 @@ export const LeptonBackendConfig = z
     endpointTokenSecret: SecretName.optional().describe(
       "Secret holding the bearer token of swarm endpoints; endpoints are public when absent.",
     ),
+    agentCommand: z
+      .array(ArgvWord)
+      .min(1)
+      .max(64)
+      .default(["swarmplane-agent"])
+      .describe(
+        'How the job\'s image runs the agent\'s program (`npm run build:agent` makes it one file): it replaces a leading `swarmplane-agent` in job commands (a batch job\'s shards run `swarmplane-agent run-batch`), e.g. `["node", "/shared/swarmplane-agent.mjs"]`.',
+      ),
   })
   .strict()
   .openapi("LeptonBackendConfig")

@@ -1,7 +1,7 @@
 /** The deployment and job bodies sent to Lepton, checked field by field against the contract's shapes. */
 import { describe, expect, test } from "vitest"
 import { LeptonBackendConfig } from "../../model/backend"
-import { JobSpec } from "../../model/job"
+import { JobRequest, JobSpec, specOf } from "../../model/job"
 import { type Swarm, SwarmSpec } from "../../model/swarm"
 import {
   DefaultJobImage,
@@ -209,5 +209,35 @@ describe("the job of a task attempt", () => {
     expect(env.SHARD_ID).toEqual({ name: "SHARD_ID", value: "0" })
     expect(env.SWARM_ENDPOINT).toBeUndefined()
     expect(body.spec.envs.filter((e) => e.name === "SHARD_ID")).toHaveLength(1)
+  })
+
+  test("a batch shard runs the agent's batch runner the way the backend's image runs the agent", () => {
+    const batch = {
+      id: "job-batch",
+      project: "team-a",
+      spec: specOf(
+        JobRequest.parse({
+          swarm: "llm",
+          tasks: 4,
+          batch: { input: "/data/rows.jsonl", output: "/data/out" },
+        }),
+      ),
+    }
+    const agentCommand = ["node", "/shared/swarmplane-agent.mjs"]
+    const own = { ...config, agentCommand }
+    const command =
+      jobBody({ job: batch, taskIndex: 1, attemptUid: "a-2", config: own }).spec.container.command ?? []
+    expect(command.slice(0, 3)).toEqual(["node", "/shared/swarmplane-agent.mjs", "run-batch"])
+    expect(command.slice(2)).toEqual(batch.spec.command.slice(1))
+    // By default the image is expected to have the agent on its PATH.
+    expect(config.agentCommand).toEqual(["swarmplane-agent"])
+    expect(jobBody({ job: batch, taskIndex: 1, attemptUid: "a-2", config }).spec.container.command).toEqual(
+      batch.spec.command,
+    )
+    // Only a leading `swarmplane-agent` is the agent: a user's command that mentions it later is theirs.
+    const mention = { ...job, spec: { ...spec, command: ["echo", "swarmplane-agent"] } }
+    expect(
+      jobBody({ job: mention, taskIndex: 0, attemptUid: "a-3", config: own }).spec.container.command,
+    ).toEqual(["echo", "swarmplane-agent"])
   })
 })

@@ -157,6 +157,16 @@ export function deploymentBody({
   }
 }
 
+/**
+ * A job's command with a leading `swarmplane-agent` replaced by how the image runs the agent
+ * (`config.agentCommand`): a batch job's shards run `swarmplane-agent run-batch ...`, and the job's
+ * image need not have the agent installed under that name.
+ */
+export function agentArgv(config: Pick<LeptonConfig, "agentCommand">, command: readonly string[]): string[] {
+  if (command[0] !== "swarmplane-agent") return [...command]
+  return [...config.agentCommand, ...command.slice(1)]
+}
+
 export interface JobInput {
   job: Pick<Job, "id" | "project" | "spec">
   taskIndex: number
@@ -170,6 +180,7 @@ export interface JobInput {
 /**
  * The Lepton job of one task attempt: one worker (`completions = parallelism = 1`; a task is one
  * process), with `SHARD_ID`, `NSHARDS`, `ATTEMPT_UID` and `SWARM_ENDPOINT` as every backend sets them.
+ * A leading `swarmplane-agent` in the command is the backend's `agentCommand`.
  * Lepton does not retry it (`max_failure_retry: 0`): a failed attempt is retried by swarmplane as a new
  * attempt, under its failure budget, with a job of its own.
  */
@@ -195,7 +206,7 @@ export function jobBody({
     spec: {
       resource_shape: config.resourceShape,
       affinity: affinityOf(config, nodeGroupId),
-      container: { image: job.spec.image ?? DefaultJobImage, command: [...job.spec.command] },
+      container: { image: job.spec.image ?? DefaultJobImage, command: agentArgv(config, job.spec.command) },
       completions: 1,
       parallelism: 1,
       envs: envsOf(job.spec.env, config, {
