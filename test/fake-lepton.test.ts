@@ -501,3 +501,89 @@ describe("jobs", () => {
     }
   })
 })
+
+describe("node groups and shapes", () => {
+  let g: FakeLepton
+  beforeAll(async () => {
+    g = await startFakeLepton({
+      nodeGroups: [
+        {
+          id: "ng-h100",
+          name: "h100-pool",
+          gpuProduct: "NVIDIA-H100-80GB-HBM3",
+          desiredNodes: 2,
+          readyNodes: 1,
+          gpusPerNode: 8,
+          shapes: ["gpu.1xh100-80gb", "gpu.8xh100-80gb"],
+        },
+        { id: "ng-cpu", name: "cpu-pool" },
+      ],
+    })
+  })
+  afterAll(async () => {
+    await g?.stop()
+  })
+
+  it("by default has one group, ng-fake0001 named fake-node-group", async () => {
+    const { status, body } = await call(f, "GET", "/dedicated-node-groups")
+    expect(status).toBe(200)
+    expect(body.map((x: Body) => x.metadata)).toEqual([
+      expect.objectContaining({ id: "ng-fake0001", name: "fake-node-group" }),
+    ])
+  })
+
+  it("lists and gets groups with GPU product, desired and ready nodes; an unknown id is 404", async () => {
+    const list = await call(g, "GET", "/dedicated-node-groups")
+    expect(list.body.map((x: Body) => x.metadata.id)).toEqual(["ng-h100", "ng-cpu"])
+    const one = await call(g, "GET", "/dedicated-node-groups/ng-h100")
+    expect(one.body.spec).toMatchObject({ gpu_product: "NVIDIA-H100-80GB-HBM3", desired_nodes: 2 })
+    expect(one.body.status).toMatchObject({ ready_nodes: 1, quota_enabled: true })
+    const missing = await call(g, "GET", "/dedicated-node-groups/h100-pool")
+    expect(missing.status).toBe(404)
+    expect(missing.body.code).toBe("NotFound")
+  })
+
+  it("lists a group's nodes with GPUs allocated of total", async () => {
+    const { body } = await call(g, "GET", "/dedicated-node-groups/ng-h100/nodes")
+    expect(body).toHaveLength(1)
+    expect(body[0].spec.dedicated_node_group).toBe("ng-h100")
+    expect(body[0].spec.resource.gpu).toMatchObject({
+      product: "NVIDIA-H100-80GB-HBM3",
+      allocated: 0,
+      total: 8,
+    })
+    expect(body[0].status.status).toEqual(["Ready"])
+  })
+
+  it("lists shapes, all or one group's with node_groups=<id>", async () => {
+    const all = await call(g, "GET", "/shapes")
+    expect(all.body.map((x: Body) => x.spec.name).sort()).toEqual([
+      "cpu.small",
+      "gpu.1xh100-80gb",
+      "gpu.8xh100-80gb",
+    ])
+    const one = await call(g, "GET", "/shapes?node_groups=ng-cpu")
+    expect(one.body.map((x: Body) => [x.spec.name, x.spec.node_group_id])).toEqual([["cpu.small", "ng-cpu"]])
+  })
+
+  it("records a job's node group affinity, and refuses a group it does not know (a name is not an id)", async () => {
+    const placed = await call(
+      g,
+      "POST",
+      "/jobs",
+      job("placed", "true", { affinity: { allowed_dedicated_node_groups: ["ng-cpu"] } }),
+    )
+    expect(placed.status).toBe(200)
+    expect(g.placements).toContainEqual({ kind: "job", id: placed.body.metadata.id, nodeGroups: ["ng-cpu"] })
+    const byName = await call(
+      g,
+      "POST",
+      "/jobs",
+      job("by-name", "true", { affinity: { allowed_dedicated_node_groups: ["cpu-pool"] } }),
+    )
+    expect(byName.status).toBe(400)
+    expect(byName.body).toMatchObject({ code: "InvalidRequest" })
+    expect(byName.body.message).toContain("cpu-pool")
+    expect(g.placements.some((p) => p.id.startsWith("by-name"))).toBe(false)
+  })
+})

@@ -8,6 +8,7 @@
 import { Hono } from "hono"
 import type { Deployments } from "./deployments"
 import type { Jobs, QueryMode } from "./jobs"
+import type { NodeGroups } from "./node-groups"
 import { type Json, LeptonError, type Workspace } from "./state"
 
 /** A fault the next matching requests answer with, instead of being served. */
@@ -29,6 +30,7 @@ export interface FakeLeptonState {
   others: Map<string, string>
   deployments: Deployments
   jobs: Jobs
+  nodeGroups: NodeGroups
   faults: Fault[]
   /** Requests the API received (method and path after the base), faults included. */
   requests: { method: string; path: string }[]
@@ -89,6 +91,11 @@ export function fakeLeptonApp(s: FakeLeptonState): Hono {
   app.get(`${base}/tokens`, (c) =>
     c.json([{ masked_value: mask(s.token), expires_at: s.ws.now() + 86_400_000 }]),
   )
+
+  app.get(`${base}/dedicated-node-groups`, (c) => c.json(s.nodeGroups.list()))
+  app.get(`${base}/dedicated-node-groups/:id`, (c) => c.json(s.nodeGroups.get(c.req.param("id"))))
+  app.get(`${base}/dedicated-node-groups/:id/nodes`, (c) => c.json(s.nodeGroups.nodes(c.req.param("id"))))
+  app.get(`${base}/shapes`, (c) => c.json(s.nodeGroups.shapes(c.req.query("node_groups"))))
 
   app.get(`${base}/deployments`, (c) => c.json(s.deployments.list()))
   app.post(`${base}/deployments`, async (c) => c.json(s.deployments.create(await body(c.req.raw))))

@@ -53,6 +53,8 @@ interface Deployment {
 export interface DeploymentOptions {
   /** A replica whose process exits is started again (true) or left Failed (false). Default true. */
   restartReplicas: boolean
+  /** Records a new deployment's affinity. */
+  place?: (id: string, affinity: Json | undefined) => void
 }
 
 export class Deployments {
@@ -83,6 +85,8 @@ export class Deployments {
     if (this.items.has(id)) throw new LeptonError(409, "AlreadyExists", `deployment ${id} already exists`)
     const spec = checkSpec(body.spec)
     this.ws.resolveEnvs(spec.envs)
+    const requirement = spec.resource_requirement
+    this.options.place?.(id, isObject(requirement) ? requirement.affinity : undefined)
     const name = typeof body.metadata.name === "string" ? body.metadata.name : id
     const d: Deployment = {
       id,

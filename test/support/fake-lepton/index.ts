@@ -10,10 +10,12 @@ import { serve } from "@hono/node-server"
 import { type FakeLeptonState, type Fault, fakeLeptonApp } from "./app"
 import { Deployments } from "./deployments"
 import { Jobs } from "./jobs"
+import { DefaultNodeGroup, type FakeNodeGroup, NodeGroups, type Placement } from "./node-groups"
 import { processRunner } from "./runner"
 import { Workspace } from "./state"
 
 export type { Fault } from "./app"
+export type { FakeNodeGroup, Placement } from "./node-groups"
 
 export interface FakeLeptonOptions {
   workspaceId?: string
@@ -35,6 +37,11 @@ export interface FakeLeptonOptions {
    * documented; a client must page on until an empty page). Default: none.
    */
   maxPageSize?: number
+  /**
+   * The workspace's dedicated node groups. Default: one, `ng-fake0001` named `fake-node-group`. Work
+   * whose affinity names another id (a group's name, say) is refused with a 400.
+   */
+  nodeGroups?: FakeNodeGroup[]
 }
 
 export interface FakeLepton {
@@ -46,6 +53,8 @@ export interface FakeLepton {
   readonly otherWorkspace: { id: string; token: string; url: string }
   /** Requests the API received, in order (method and the path after the workspace base). */
   readonly requests: { method: string; path: string }[]
+  /** The node group ids each created job and deployment asked for, in order. */
+  readonly placements: Placement[]
   /** The next matching requests answer with this fault instead (e.g. a 429 with `Retry-After`). */
   injectFault(fault: Fault): void
   /** Set the capacity; waiting replicas and queued jobs start when it grows. */
@@ -78,15 +87,21 @@ export async function startFakeLepton(options: FakeLeptonOptions = {}): Promise<
     new Map(Object.entries(options.secrets ?? {})),
   )
   ws.capacity = options.capacity ?? Number.POSITIVE_INFINITY
+  const nodeGroups = new NodeGroups(ws, options.nodeGroups ?? [DefaultNodeGroup])
   const state: FakeLeptonState = {
     ws,
     token,
     others: new Map([[other.id, other.token]]),
-    deployments: new Deployments(ws, { restartReplicas: options.restartReplicas ?? true }),
+    deployments: new Deployments(ws, {
+      restartReplicas: options.restartReplicas ?? true,
+      place: (id, affinity) => nodeGroups.place("deployment", id, affinity, false),
+    }),
     jobs: new Jobs(ws, {
       workerReadyMs: options.workerReadyMs ?? 100,
       archiveAfterMs: options.archiveAfterMs ?? Number.POSITIVE_INFINITY,
+      place: (id, affinity) => nodeGroups.place("job", id, affinity),
     }),
+    nodeGroups,
     faults: [],
     requests: [],
     maxPageSize: options.maxPageSize ?? Number.POSITIVE_INFINITY,
@@ -107,6 +122,7 @@ export async function startFakeLepton(options: FakeLeptonOptions = {}): Promise<
     workspaceId,
     otherWorkspace: { ...other, url: base(other.id) },
     requests: state.requests,
+    placements: nodeGroups.placements,
     injectFault: (fault) => void state.faults.push({ ...fault }),
     setCapacity(processes) {
       ws.capacity = processes

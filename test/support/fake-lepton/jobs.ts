@@ -7,7 +7,8 @@
  * A job is placed as a gang: all its workers start when capacity allows them all, else it waits in
  * `Queueing`. States: Queueing → Starting → Running (at least one worker ready; `ready < active` while
  * the others start) → Completed (all exited 0) or Failed (one exited non-zero or was killed; the others
- * are stopped). `PATCH {"spec":{"stopped":true}}` goes Stopping → Stopped; `false` starts it again.
+ * are killed first, so a Failed job has no active worker). `PATCH {"spec":{"stopped":true}}` goes Stopping →
+ * Stopped; `false` starts it again.
  */
 
 import type { LocalProcess } from "./runner"
@@ -48,6 +49,8 @@ interface Job {
   /** When it ended, in ms of the workspace clock (the archive's timer). */
   endedAtMs?: number
   archived: boolean
+  /** A worker failed: the others are being killed, and the job is Failed once none is left. */
+  failing?: boolean
 }
 
 export type QueryMode = "alive_only" | "archive_only" | "alive_and_archive"
@@ -57,6 +60,8 @@ export interface JobOptions {
   workerReadyMs: number
   /** Finished jobs move to the archive this long after they end, by the workspace clock. */
   archiveAfterMs: number
+  /** Checks and records a new job's affinity (throws a 400 for a node group it does not know). */
+  place?: (id: string, affinity: Json | undefined) => void
 }
 
 export class Jobs {
@@ -90,6 +95,7 @@ export class Jobs {
       throw invalid("spec.completions: must be an integer >= 1")
     this.ws.resolveEnvs(spec.envs)
     const id = `${name}-${suffix(5)}`
+    this.options.place?.(id, spec.affinity)
     const j: Job = {
       id,
       metadata: metadata(id, name, this.ws.now()),
@@ -246,10 +252,14 @@ export class Jobs {
       return
     }
     if (finished.has(j.state)) return
-    if (code !== 0) {
-      this.end(j, "Failed")
+    // A worker that failed fails the job; it reads Failed once its other workers are gone too, so a
+    // Failed job never still counts an active worker.
+    if (code !== 0 && !j.failing) {
+      j.failing = true
       for (const x of open) x.process?.kill("SIGKILL")
-    } else if (open.length === 0) this.end(j, "Completed")
+    }
+    if (open.length > 0) return
+    this.end(j, j.failing ? "Failed" : "Completed")
   }
 
   private stop(j: Job): void {

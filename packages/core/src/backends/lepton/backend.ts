@@ -25,7 +25,7 @@ import { LeptonApiError, type LeptonClient, leptonClient } from "./client"
 import { indexJobs, type JobIndex, LostAfterMs, observeJobs } from "./observe"
 import { deploymentOf, LeptonServing } from "./serving"
 import { jobBody, jobName, type LeptonConfig } from "./spec"
-import type { LeptonDeployment } from "./types"
+import type { DedicatedNodeGroup, LeptonDeployment } from "./types"
 
 export { LostAfterMs }
 
@@ -114,8 +114,57 @@ export function LeptonBackend(
     },
   })
 
+  /**
+   * The configured node group (`config.nodeGroup`, its name or its id), looked up once per invocation:
+   * Lepton places by id. A group the workspace does not have is an error naming the groups it has;
+   * it is retryable, so the attempts wait (the group may be being made, or the config fixed).
+   */
+  let resolvedGroup: Promise<DedicatedNodeGroup> | undefined
+  function nodeGroup(): Promise<DedicatedNodeGroup> {
+    resolvedGroup ??= contacting(async (c) => {
+      const groups = await c.nodeGroups.list()
+      const wanted = config.nodeGroup
+      const found =
+        groups.find((g) => g.metadata.id === wanted) ?? groups.find((g) => g.metadata.name === wanted)
+      if (found) return found
+      const there = groups.map((g) =>
+        g.metadata.name ? `${g.metadata.name} (${g.metadata.id})` : g.metadata.id,
+      )
+      throw new LeptonApiError(
+        `Lepton workspace ${config.workspaceId} has no node group ${wanted}; its node groups: ${there.join(", ") || "none"}`,
+        true,
+        "GET",
+        "/dedicated-node-groups",
+      )
+    })
+    return resolvedGroup
+  }
+
   /** Every job of the workspace, live and archived, in one paged list. */
   const listJobs = async () => indexJobs(await contacting((c) => c.jobs.list({ mode: "alive_and_archive" })))
+
+  /** The configured node group as `status()` shows it: two reads besides its lookup, none per node. */
+  async function nodeGroupStatus(): Promise<Record<string, unknown>> {
+    const group = await nodeGroup()
+    const id = group.metadata.id
+    const [nodes, shapes] = await contacting((c) => Promise.all([c.nodeGroups.nodes(id), c.shapes.list(id)]))
+    const gpus = { allocated: 0, total: 0 }
+    for (const node of nodes) {
+      gpus.allocated += node.spec?.resource?.gpu?.allocated ?? 0
+      gpus.total += node.spec?.resource?.gpu?.total ?? 0
+    }
+    return {
+      id,
+      name: group.metadata.name ?? undefined,
+      gpuProduct: group.spec?.gpu_product ?? undefined,
+      nodes: {
+        ready: group.status?.ready_nodes ?? undefined,
+        desired: group.spec?.desired_nodes ?? undefined,
+      },
+      gpus,
+      shapes: [...new Set(shapes.map((s) => s.spec.name))].sort(),
+    }
+  }
 
   return {
     descriptor: {
@@ -195,6 +244,15 @@ export function LeptonBackend(
           result.deferred.push({ ref, message: away })
           continue
         }
+        let nodeGroupId: string
+        try {
+          nodeGroupId = (await nodeGroup()).metadata.id
+        } catch (error) {
+          if (!(error instanceof LeptonApiError)) throw error
+          away = error.message
+          result.deferred.push({ ref, message: away })
+          continue
+        }
         const swarm = ref.job.spec.swarm
         if (swarm && !swarmUrls.has(swarm))
           swarmUrls.set(swarm, (await runtime.repos.swarms.get(project, swarm))?.url)
@@ -203,6 +261,7 @@ export function LeptonBackend(
           taskIndex: ref.task.data.index,
           attemptUid: attempt.attemptUid,
           config,
+          nodeGroupId,
           ...(swarm && swarmUrls.get(swarm) ? { swarmUrl: swarmUrls.get(swarm)! } : {}),
         })
         try {
@@ -298,9 +357,11 @@ export function LeptonBackend(
     },
 
     /**
-     * The workspace as Lepton shows it: its state, the shapes it offers and its quota. A refused token
-     * is unhealthy with Lepton's words and a hint (never the token); a workspace that is not `normal`
-     * is unhealthy too (nothing would start there).
+     * The workspace as Lepton shows it: its state, the shapes it offers and its quota; and the
+     * configured node group: its nodes ready of desired, its GPUs allocated of total (one read of its
+     * nodes) and the shapes offered in it. A refused token is unhealthy with Lepton's words and a hint
+     * (never the token); a workspace that is not `normal`, or a node group it does not have, is
+     * unhealthy too (nothing would start there).
      */
     async status() {
       let info: Awaited<ReturnType<LeptonClient["workspace"]>>
@@ -311,22 +372,29 @@ export function LeptonBackend(
         return { healthy: false, message: error.message, detail: { workspaceId: config.workspaceId } }
       }
       const state = info.workspace_state ?? undefined
+      const workspace = {
+        workspaceId: config.workspaceId,
+        workspaceName: info.workspace_name ?? undefined,
+        tier: info.workspace_tier ?? undefined,
+        state,
+        shapes: Object.keys(info.supported_shapes ?? {}).sort(),
+        quota: info.resource_quota ?? undefined,
+      }
+      let placement: Record<string, unknown>
+      try {
+        placement = await nodeGroupStatus()
+      } catch (error) {
+        if (!(error instanceof LeptonApiError)) throw error
+        return {
+          healthy: false,
+          message: error.message,
+          detail: { ...workspace, nodeGroup: config.nodeGroup },
+        }
+      }
       const healthy = !state || state === "normal"
       const message = healthy ? undefined : `Lepton workspace ${config.workspaceId} is ${state}`
       if (message) contact = { healthy: false, message }
-      return {
-        healthy,
-        ...(message ? { message } : {}),
-        detail: {
-          workspaceId: config.workspaceId,
-          workspaceName: info.workspace_name ?? undefined,
-          tier: info.workspace_tier ?? undefined,
-          state,
-          nodeGroup: config.nodeGroup,
-          shapes: Object.keys(info.supported_shapes ?? {}).sort(),
-          quota: info.resource_quota ?? undefined,
-        },
-      }
+      return { healthy, ...(message ? { message } : {}), detail: { ...workspace, nodeGroup: placement } }
     },
 
     async close() {},

@@ -305,3 +305,57 @@ describe("the Lepton client", () => {
     expect(error.retryable).toBe(true)
   })
 })
+
+describe("the Lepton client's node groups and shapes", () => {
+  const group = {
+    metadata: { id: "ng-abc123", name: "h100-pool" },
+    spec: { gpu_product: "NVIDIA-H100-80GB-HBM3", desired_nodes: 2, workspaces: ["ws123"] },
+    status: { ready_nodes: 1, quota_enabled: true },
+  }
+
+  test("nodeGroups.list reads GET /dedicated-node-groups with ids, names and node counts", async () => {
+    const { client, seen } = await scripted([{ status: 200, body: [group] }])
+    const groups = await client.nodeGroups.list()
+    expect(seen[0]!.method).toBe("GET")
+    expect(seen[0]!.url.pathname).toBe("/api/v2/workspaces/ws123/dedicated-node-groups")
+    expect(groups).toHaveLength(1)
+    expect(groups[0]!.metadata).toMatchObject({ id: "ng-abc123", name: "h100-pool" })
+    expect(groups[0]!.spec?.desired_nodes).toBe(2)
+    expect(groups[0]!.status?.ready_nodes).toBe(1)
+  })
+
+  test("nodeGroups.nodes reads one group's nodes, with GPUs allocated and total, the id escaped", async () => {
+    const node = {
+      metadata: { id: "node-1" },
+      spec: {
+        dedicated_node_group: "ng/odd",
+        resource: { gpu: { product: "NVIDIA-H100-80GB-HBM3", allocated: 3, total: 8 } },
+        unschedulable: false,
+      },
+      status: { status: ["Ready"], workloads: [] },
+    }
+    const { client, seen } = await scripted([{ status: 200, body: [node] }])
+    const nodes = await client.nodeGroups.nodes("ng/odd")
+    expect(seen[0]!.url.pathname).toBe("/api/v2/workspaces/ws123/dedicated-node-groups/ng%2Fodd/nodes")
+    expect(nodes[0]!.spec?.resource?.gpu).toMatchObject({ allocated: 3, total: 8 })
+  })
+
+  test("shapes.list filters by node group only when one is given", async () => {
+    const shape = {
+      metadata: { id: "s" },
+      spec: { name: "gpu.1xh100-80gb", accelerator_num: 1, node_group_id: "ng-abc123" },
+    }
+    const { client, seen } = await scripted([{ status: 200, body: [shape] }])
+    expect((await client.shapes.list("ng-abc123"))[0]!.spec.name).toBe("gpu.1xh100-80gb")
+    expect(seen[0]!.url.pathname).toBe("/api/v2/workspaces/ws123/shapes")
+    expect(seen[0]!.url.searchParams.get("node_groups")).toBe("ng-abc123")
+    await client.shapes.list()
+    expect(seen[1]!.url.searchParams.has("node_groups")).toBe(false)
+  })
+
+  test("a node group list that is not what the contract says is an error naming the path", async () => {
+    const { client } = await scripted([{ status: 200, body: [{ metadata: { name: "no-id" } }] }])
+    const error = await failure(client.nodeGroups.list())
+    expect(error.message).toContain("GET /dedicated-node-groups: unexpected answer")
+  })
+})

@@ -15,13 +15,16 @@ import type { z } from "zod"
 import { retryAfterMs } from "../../util/retry-after"
 import { errorOf, hint, LeptonApiError } from "./api-error"
 import {
+  DedicatedNodeGroup,
   JobPage,
   LeptonDeployment,
   type LeptonDeploymentBody,
   LeptonJob,
   type LeptonJobBody,
+  NodeGroupNode,
   Readiness,
   Replica,
+  Shape,
   WorkspaceInfo,
 } from "./types"
 
@@ -60,6 +63,16 @@ type Query = Record<string, string | number | undefined>
 /** What the backend asks of Lepton: one method per endpoint it uses. */
 export interface LeptonClient {
   workspace(): Promise<WorkspaceInfo>
+  nodeGroups: {
+    /** The workspace's dedicated node groups (to resolve a name to the id placement uses). */
+    list(): Promise<DedicatedNodeGroup[]>
+    /** The nodes of one group, with their GPUs allocated and total. */
+    nodes(id: string): Promise<NodeGroupNode[]>
+  }
+  shapes: {
+    /** The resource shapes offered; only those of one node group when its id is given. */
+    list(nodeGroupId?: string): Promise<Shape[]>
+  }
   deployments: {
     create(body: LeptonDeploymentBody): Promise<LeptonDeployment | undefined>
     /** `undefined` when Lepton has no such deployment (404). */
@@ -267,6 +280,13 @@ export function leptonClient(options: LeptonClientOptions): LeptonClient {
 
   return {
     workspace: () => mustGet(WorkspaceInfo, "/workspace"),
+    nodeGroups: {
+      list: () => mustGet(DedicatedNodeGroup.array(), "/dedicated-node-groups"),
+      nodes: (id) => mustGet(NodeGroupNode.array(), `/dedicated-node-groups/${seg(id)}/nodes`),
+    },
+    shapes: {
+      list: (nodeGroupId) => mustGet(Shape.array(), "/shapes", { node_groups: nodeGroupId }),
+    },
     deployments: {
       async create(body) {
         const answer = await call("POST", "/deployments", { body })

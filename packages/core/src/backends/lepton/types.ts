@@ -255,3 +255,42 @@ export const WorkspaceInfo = z.looseObject({
     .nullish(),
 })
 export type WorkspaceInfo = z.infer<typeof WorkspaceInfo>
+
+/** `GET /dedicated-node-groups` item (Part A.7): the group's id is what placement names. */
+export const DedicatedNodeGroup = z.looseObject({
+  metadata: z.looseObject({ id: z.string(), name: text }),
+  spec: z.looseObject({ gpu_product: text, desired_nodes: count }).nullish(),
+  status: z.looseObject({ ready_nodes: count, quota_enabled: z.boolean().nullish() }).nullish(),
+})
+export type DedicatedNodeGroup = z.infer<typeof DedicatedNodeGroup>
+
+/** One resource of a node: what is allocated of what there is. */
+const NodeResource = z.looseObject({ product: text, allocated: count, total: count }).nullish()
+
+/** `GET /dedicated-node-groups/{id}/nodes` item. */
+export const NodeGroupNode = z.looseObject({
+  metadata: z.looseObject({ id: z.string() }),
+  spec: z
+    .looseObject({
+      dedicated_node_group: text,
+      resource: z.looseObject({ gpu: NodeResource, cpu: NodeResource, memory: NodeResource }).nullish(),
+      unschedulable: z.boolean().nullish(),
+    })
+    .nullish(),
+  status: z.looseObject({ status: z.array(z.string()).nullish() }).nullish(),
+})
+export type NodeGroupNode = z.infer<typeof NodeGroupNode>
+
+/** `GET /shapes` item. */
+export const Shape = z.looseObject({
+  spec: z.looseObject({
+    name: z.string(),
+    description: text,
+    cpu: count,
+    memory_in_mb: count,
+    accelerator_type: text,
+    accelerator_num: count,
+    node_group_id: text,
+  }),
+})
+export type Shape = z.infer<typeof Shape>
