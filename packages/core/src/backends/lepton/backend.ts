@@ -21,6 +21,7 @@ import type {
   TaskBackend,
   TaskRef,
 } from "../protocol"
+import { awaitingSwarms } from "../swarm-gate"
 import { LeptonApiError, type LeptonClient, leptonClient } from "./client"
 import { indexJobs, type JobIndex, LostAfterMs, observeJobs } from "./observe"
 import { deploymentOf, LeptonServing } from "./serving"
@@ -186,24 +187,9 @@ export function LeptonBackend(
      * job against a swarm that does not serve yet (`SWARM_ENDPOINT` must mean something).
      */
     async schedule(request): Promise<ScheduleResult> {
-      const pendingReasons = new Map<string, string>()
-      const servingSwarms = new Map<string, boolean>()
+      const { ready, pendingReasons } = await awaitingSwarms(runtime.repos, project, request.pending)
       const assignments: ScheduleResult["assignments"] = []
-      for (const ref of request.pending) {
-        const swarm = ref.job.spec.swarm
-        if (swarm && !ref.job.serving) {
-          if (!servingSwarms.has(swarm)) {
-            const s = await runtime.repos.swarms.get(project, swarm)
-            servingSwarms.set(swarm, s?.phase === "RUNNING" && !!s.url)
-          }
-          if (!servingSwarms.get(swarm)) {
-            pendingReasons.set(
-              `${ref.job.id}/${ref.task.data.index}`,
-              `waiting for swarm ${swarm} to be RUNNING`,
-            )
-            continue
-          }
-        }
+      for (const ref of ready) {
         const attemptUid = request.mintAttemptUid()
         assignments.push({ ref, attemptUid, submission: jobName(attemptUid) })
       }

@@ -24,6 +24,7 @@ import type {
   TaskBackend,
   TaskRef,
 } from "../protocol"
+import { awaitingSwarms } from "../swarm-gate"
 import { capacityOf, clusterStatus } from "./cluster"
 import { logsCommand, tailsOf } from "./logs"
 import { LostAfterMs, observeStopping, observeTasks, parseSubmission, parseTarget } from "./observe"
@@ -160,25 +161,8 @@ export function SlurmBackend(
      */
     async schedule(request): Promise<ScheduleResult> {
       const byJob = new Map<string, TaskRef[]>()
-      const pendingReasons = new Map<string, string>()
-      const serving = new Map<string, boolean>()
-      for (const ref of request.pending) {
-        const swarm = ref.job.spec.swarm
-        if (swarm && !ref.job.serving) {
-          if (!serving.has(swarm)) {
-            const s = await runtime.repos.swarms.get(project, swarm)
-            serving.set(swarm, s?.phase === "RUNNING" && !!s.url)
-          }
-          if (!serving.get(swarm)) {
-            pendingReasons.set(
-              `${ref.job.id}/${ref.task.data.index}`,
-              `waiting for swarm ${swarm} to be RUNNING`,
-            )
-            continue
-          }
-        }
-        byJob.set(ref.job.id, [...(byJob.get(ref.job.id) ?? []), ref])
-      }
+      const { ready, pendingReasons } = await awaitingSwarms(runtime.repos, project, request.pending)
+      for (const ref of ready) byJob.set(ref.job.id, [...(byJob.get(ref.job.id) ?? []), ref])
       const assignments: ScheduleResult["assignments"] = []
       const now = runtime.clock.now()
       for (const refs of byJob.values()) {
