@@ -50,10 +50,12 @@ export function jobItem(job: Job): NewItem<Job> {
   }
 }
 
+/** Whether the task's last attempt holds its worker: live, or still being stopped. */
+const holdsWorker = (task: Task) => isLive(task.state) || task.stopping !== undefined
+
 export function taskItem(job: Pick<Job, "project" | "id" | "backendId">, task: Task): NewItem<Task> {
   // A task stays listed (active, and under its worker) while its last attempt is being stopped.
-  const holds = isLive(task.state) || task.stopping !== undefined
-  const workerId = holds ? task.attempts.at(-1)?.workerId : undefined
+  const workerId = holdsWorker(task) ? task.attempts.at(-1)?.workerId : undefined
   return {
     ...Keys.task(job.project, job.id, task.index),
     type: "task",
@@ -258,9 +260,7 @@ export function Jobs(store: StateStore, clock: Clock) {
       return read
         .filter(
           (t): t is StoredItem<Task> =>
-            t !== undefined &&
-            (isLive(t.data.state) || t.data.stopping !== undefined) &&
-            t.data.attempts.at(-1)?.workerId === workerId,
+            t !== undefined && holdsWorker(t.data) && t.data.attempts.at(-1)?.workerId === workerId,
         )
         .map((task) => ({ jobId: task.pk.slice(task.pk.lastIndexOf("#JOB#") + 5), task }))
     },
