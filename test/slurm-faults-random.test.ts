@@ -4,7 +4,7 @@
  * over the memory store, two reconcile tickers that sometimes run two passes at once, the schedule
  * consumer), while the store and the Slurm backend's seam fail before and after their calls take
  * effect (a submit that reached the cluster but whose answer was lost) and hang, once past a pass's
- * lease. Then the invariants (test/support/fault-checks.ts) are checked against what Slurm itself
+ * (shortened) lease. Then the invariants (test/support/fault-checks.ts) are checked against what Slurm itself
  * reports: `squeue -t all` finds every array submitted under our names, `scontrol show job` when each
  * of its tasks ran. The seed is fixed; a failure prints it and every fault injected, and
  * `SWARMPLANE_FAULT_SEED=<seed>` replays the fault plan (the cluster's timing is its own).
@@ -26,14 +26,20 @@ const connection = slurmConnection()
 const suite = connection ? describe : describe.skip
 const seed = Number(process.env.SWARMPLANE_FAULT_SEED ?? 31)
 
-/** Faults on the store and the backend seam; one launch in a dozen hangs past a pass's 60 s lease. */
+/**
+ * The passes' lease: shorter than production's 60 s so that a launch hanging past it costs seconds,
+ * not a minute, of the run (the expiry is what is tested, not its length).
+ */
+const leaseTtlMs = 20_000
+
+/** Faults on the store and the backend seam; one launch in a dozen hangs past a pass's lease. */
 function plan(seed: number): FaultPlan {
   const writes = /^store\.(create|createMany|update|delete)$/
   return {
     seed,
     rules: [
       { point: "queue.receive", kind: "duplicate", rate: 0.2 },
-      { point: "backend.launch", kind: "hang", rate: 0.08, hangMs: [61_000, 66_000] },
+      { point: "backend.launch", kind: "hang", rate: 0.08, hangMs: [leaseTtlMs + 1_000, leaseTtlMs + 5_000] },
       { point: "backend.*", kind: "error", rate: 0.08 },
       { point: "backend.*", kind: "error-after", rate: 0.08 },
       { point: "backend.*", kind: "hang", rate: 0.03, hangMs: [1_000, 8_000] },
@@ -122,7 +128,7 @@ suite("crash anywhere on the real Slurm cluster", () => {
   }, async () => {
     const rng = new Rng(seed ^ 0x51)
     const faults = new Faults(plan(seed), systemClock, { realTime: true })
-    const { rt, queue, clean, history, callApi, pass, passes } = await chaosPlane(c, faults)
+    const { rt, queue, clean, history, callApi, pass, passes } = await chaosPlane(c, faults, leaseTtlMs)
     let live = true
     const loops = [0, 500].map(async (phase) => {
       await sleep(phase)

@@ -40,7 +40,7 @@ function fields(line: string): Record<string, string> {
  * check), with the Slurm backend `chaos` on the dev cluster: its API, a pass as a ticker runs it (the
  * backend's seam under the faults), and the store unfaulted for the checks.
  */
-export async function chaosPlane(c: SlurmConnection, faults: Faults) {
+export async function chaosPlane(c: SlurmConnection, faults: Faults, leaseTtlMs?: number) {
   const history = new History()
   const base = MemoryStore()
   const store = faultyStore(recordingStore(base, history), faults)
@@ -99,8 +99,8 @@ export async function chaosPlane(c: SlurmConnection, faults: Faults) {
     try {
       for (const record of await rt.repos.backends.listAll()) {
         const backend = faultyBackend(createBackend(record, rt), faults)
-        const report = await reconcilePass(rt, record, `chaos-${owners++}`, backend).finally(() =>
-          backend.close(),
+        const report = await reconcilePass(rt, record, `chaos-${owners++}`, backend, { leaseTtlMs }).finally(
+          () => backend.close(),
         )
         if (!report.ran) passes.skipped++
         else if (report.error) passes.failed++

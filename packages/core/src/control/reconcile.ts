@@ -316,6 +316,12 @@ async function effects(pass: Pass): Promise<void> {
   if (status) await rt.repos.backends.setStatus(record.project, record.id, status)
 }
 
+/** How a pass is run; the defaults are production's. */
+export interface PassOptions {
+  /** How long the pass's lease lasts (default `LeaseTtlMs`); a fault run shortens it to hit expiry sooner. */
+  leaseTtlMs?: number
+}
+
 /**
  * One pass over `record`'s backend. `given` is the caller's instance of it (the tick's, which closes
  * it); without one the pass makes its own, and a type this release does not implement fails the pass
@@ -326,6 +332,7 @@ export async function reconcilePass(
   record: Backend,
   owner: string,
   given?: TaskBackend,
+  options: PassOptions = {},
 ): Promise<PassReport> {
   const report: PassReport = {
     project: record.project,
@@ -335,7 +342,8 @@ export async function reconcilePass(
     placed: 0,
     transitions: 0,
   }
-  const lease = await rt.repos.leases.acquire(record.project, record.id, "reconcile", owner, LeaseTtlMs)
+  const ttl = options.leaseTtlMs ?? LeaseTtlMs
+  const lease = await rt.repos.leases.acquire(record.project, record.id, "reconcile", owner, ttl)
   if (!lease) return report
   report.ran = true
   let own: TaskBackend | undefined
