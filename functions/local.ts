@@ -10,14 +10,25 @@
  *   SWARMPLANE_ADMIN_KEY   use this admin key instead of a generated one
  *   SWARMPLANE_CONFIG_DIR  where the CLI's config lives (default ~/.config/swarmplane)
  *   SWARMPLANE_LOG         debug | info | warn | error (default info)
+ *   SWARMPLANE_FAKE_LEPTON 1: also run a fake Lepton workspace, with a `lepton` backend on it (the
+ *                          same as `npm start -- --fake-lepton`; needs this checkout's test/ folder)
  *
  * The same list is in docs/configuration.md. Local worker agents get only PATH, HOME, the locale and
  * a few such variables of this environment (`AgentVariables` in local/provider.ts), never its keys.
  */
+import { existsSync } from "node:fs"
 import { homedir } from "node:os"
 import { join, relative, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
 import { consoleLogger } from "./local/console-logger"
 import { startLocalControlPlane } from "./local/control-plane"
+import {
+  FakeLeptonBackend,
+  type FakeLeptonProcess,
+  FakeLeptonSecret,
+  startFakeLeptonProcess,
+  wireFakeLepton,
+} from "./local/fake-lepton"
 
 const env = process.env
 env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true"
@@ -38,6 +49,19 @@ if (adminKey !== undefined && adminKey.length < 16)
   fail("SWARMPLANE_ADMIN_KEY must be at least 16 characters; unset it to get a generated key", 2)
 const cliConfigDir =
   env.SWARMPLANE_CONFIG_DIR ?? join(env.XDG_CONFIG_HOME ?? join(homedir(), ".config"), "swarmplane")
+const fakeLeptonSetting = env.SWARMPLANE_FAKE_LEPTON ?? ""
+if (!["", "0", "1", "false", "true"].includes(fakeLeptonSetting))
+  fail(`SWARMPLANE_FAKE_LEPTON must be 1 (run a fake Lepton workspace) or 0, got "${fakeLeptonSetting}"`, 2)
+const withFakeLepton =
+  process.argv.slice(2).includes("--fake-lepton") || fakeLeptonSetting === "1" || fakeLeptonSetting === "true"
+// The fake is test code: the plane runs it as a program and never imports it.
+const checkout = fileURLToPath(new URL("..", import.meta.url))
+const fakeLeptonProgram = join(checkout, "test", "support", "fake-lepton", "serve.ts")
+if (withFakeLepton && !existsSync(fakeLeptonProgram))
+  fail(
+    "SWARMPLANE_FAKE_LEPTON (--fake-lepton) needs the fake Lepton of a full checkout (test/support/fake-lepton/), which this one lacks",
+    2,
+  )
 
 // 2. Start, and say where everything is.
 const started = Date.now()
@@ -50,6 +74,21 @@ const plane = await startLocalControlPlane({
   agentEnv: env,
   ...(adminKey ? { adminKey } : {}),
 }).catch((error: unknown) => fail(`swarmplane: ${error instanceof Error ? error.message : String(error)}`, 1))
+let fakeLepton: { process: FakeLeptonProcess; wired: boolean } | undefined
+if (withFakeLepton) {
+  const fake = await startFakeLeptonProcess(fakeLeptonProgram, checkout, env).catch(
+    async (error: unknown) => {
+      await plane.stop()
+      return fail(`swarmplane: ${error instanceof Error ? error.message : String(error)}`, 1)
+    },
+  )
+  const wired = await wireFakeLepton(plane, dataDir, fake).catch(async (error: unknown) => {
+    await plane.stop()
+    await fake.stop()
+    return fail(`swarmplane: the fake Lepton: ${error instanceof Error ? error.message : String(error)}`, 1)
+  })
+  fakeLepton = { process: fake, wired }
+}
 const rel = relative(process.cwd(), dataDir)
 const shownDir = rel === "" ? "." : rel.startsWith("..") ? dataDir : rel
 logger.info(
@@ -62,6 +101,18 @@ if (plane.adminKeyCreated && !adminKey)
   )
 else logger.info(`admin key in ${shownDir}/admin-key and the CLI profile "local"`)
 logger.info(`try: curl ${plane.url}/health   docs: ${plane.url}/docs`)
+if (fakeLepton) {
+  const { process: fake, wired } = fakeLepton
+  logger.info(
+    wired
+      ? `fake Lepton workspace on ${fake.url} (pid ${fake.pid}), backend "${FakeLeptonBackend}" runs on it: try swarmplane job submit --backend ${FakeLeptonBackend} --tasks 2 -- sh -c 'echo shard $SHARD_ID', or POST /v1/jobs with "backendId": "${FakeLeptonBackend}"`
+      : `fake Lepton workspace on ${fake.url} (pid ${fake.pid}), token in the secret ${FakeLeptonSecret}; a backend "${FakeLeptonBackend}" already exists and is left as it is: register another one on the fake to use it`,
+  )
+  void fake.exited.then((code) => {
+    if (!stopping)
+      logger.warn(`the fake Lepton exited (code ${code}); the backend on it fails until the next start`)
+  })
+}
 
 // 3. Run until a signal.
 let stopping = false
@@ -73,6 +124,7 @@ const stop = async (why: string) => {
   stopping = true
   logger.info(`${why}: stopping`)
   await plane.stop()
+  await fakeLepton?.process.stop()
   process.exit(0)
 }
 process.on("SIGINT", () => void stop("SIGINT"))

@@ -121,6 +121,7 @@ export function renderConfigReference(): string {
     "| `SWARMPLANE_ADMIN_KEY` | generated | The admin key of the `default` project (at least 16 characters). |",
     "| `SWARMPLANE_CONFIG_DIR` | `~/.config/swarmplane` | Where the CLI's `config.json` is; a `local` profile is written there. |",
     "| `SWARMPLANE_LOG` | `info` | `debug`, `info`, `warn` or `error`. |",
+    "| `SWARMPLANE_FAKE_LEPTON` | unset | `1` (or `npm start -- --fake-lepton`): also run a fake Lepton workspace (test/support/fake-lepton/, as a child process) with a backend `lepton` on it and its token in the secret `fake-lepton-token`, to try the Lepton backend with no account. Needs the checkout's `test/` folder (exit 2 without it). |",
     "",
     "On its first start it registers the `local` backend: worker agents on this machine, which the autoscaler starts as work arrives (up to one per core) and stops after 60 s idle. Each offers 4 CPUs per core of the machine and 80% of its memory. They share the machine, as its processes do, and what a laptop runs (echo servers, routers, shards waiting on an endpoint) rarely keeps a core busy, so placing by whole cores would queue work that could run side by side. By default a task asks for 1 CPU and 1024 MiB, a replica for 1 CPU and 4096 MiB, and a router for 0.1 CPU and 128 MiB; ask for more where work needs it. A data folder made by an older version keeps the `local` config it was made with; registering `local` again (POST /v1/backends) replaces it.",
     "",
