@@ -3,7 +3,9 @@
  * backend's status shows its node group (nodes, GPUs summed over the group's nodes, the shapes offered
  * in it) beside the workspace; a config naming the group by name places jobs by the group's id; a
  * config naming a group the workspace does not have is the backend's error, listing the groups there
- * are, and its jobs wait rather than fail.
+ * are, and its jobs wait rather than fail. Swarms are placed the same way: a swarm's deployment names
+ * the group's id, and a swarm on a group the workspace lacks waits with that error, no deployment made.
+ * A swarm scaled to 0 replicas is STOPPED (Lepton stops its deployment), and starts again when scaled up.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest"
 import { type LeptonPlane, leptonPlane } from "./support/lepton-plane"
@@ -104,5 +106,113 @@ describe("lepton node groups", () => {
     expect(waiting.tasks[0].attempts.at(-1).target).toBeUndefined()
     expect(waiting.tasks[0].pendingReason).toContain("fake-node-group (ng-fake0001)")
     expect(posts()).toBe(postsBefore)
+  })
+})
+
+describe("swarms placed by node group", () => {
+  const swarmOf = async (name: string) => (await l.p.call("GET", `/v1/swarms/${name}`)).json
+  const deploymentPosts = () =>
+    l.fake.requests.filter((r) => r.method === "POST" && r.path === "/deployments").length
+
+  test("a swarm on a backend naming its group by name is RUNNING, its deployment placed on the group's id; scaled to 0 it is STOPPED, and scaled up it serves again", {
+    timeout: 150_000,
+  }, async () => {
+    const created = await l.p.call("POST", "/v1/swarms", {
+      name: "ng-echo",
+      backendId: "lep",
+      model: "echo",
+      replicas: 1,
+    })
+    expect(created.status, JSON.stringify(created.json)).toBe(202)
+    const running = await until(
+      "the swarm to be RUNNING",
+      async () => {
+        const s = await swarmOf("ng-echo")
+        return s.phase === "RUNNING" && s
+      },
+      60_000,
+    )
+    const deployment: string = running.handle.meta.deployment
+    expect(l.fake.placements.filter((p) => p.kind === "deployment" && p.id === deployment)).toEqual([
+      { kind: "deployment", id: deployment, nodeGroups: ["ng-fake0001"] },
+    ])
+    const onLepton = (await l.lepton("GET", `/deployments/${deployment}`)).body
+    expect(onLepton.spec.resource_requirement.affinity).toEqual({
+      allowed_dedicated_node_groups: ["ng-fake0001"],
+    })
+
+    const spec = { name: "ng-echo", backendId: "lep", model: "echo" }
+    expect((await l.p.call("POST", "/v1/swarms", { ...spec, replicas: 0 })).status).toBe(202)
+    const stopped = await until(
+      "the swarm scaled to 0 to be STOPPED",
+      async () => {
+        const s = await swarmOf("ng-echo")
+        return s.phase === "STOPPED" && s
+      },
+      60_000,
+    )
+    expect(stopped.desired).toBe("running")
+    expect(stopped.message).toContain("0 replicas")
+    expect(stopped.url).toBeUndefined()
+    expect((await l.lepton("GET", `/deployments/${deployment}`)).body.status.state).toBe("Stopped")
+
+    expect((await l.p.call("POST", "/v1/swarms", { ...spec, replicas: 1 })).status).toBe(202)
+    const again = await until(
+      "the swarm scaled up again to be RUNNING",
+      async () => {
+        const s = await swarmOf("ng-echo")
+        return s.phase === "RUNNING" && s.observedGeneration === s.generation && s
+      },
+      60_000,
+    )
+    expect(again.url).toBe(running.url)
+    // One deployment throughout: scaling is a PATCH of the same one.
+    expect(
+      (await l.lepton("GET", "/deployments")).body.map((d: { metadata: { id: string } }) => d.metadata.id),
+    ).toEqual([deployment])
+    expect((await l.p.call("DELETE", "/v1/swarms/ng-echo")).status).toBe(202)
+    await until(
+      "the swarm to be deleted",
+      async () => (await l.lepton("GET", `/deployments/${deployment}`)).status === 404,
+      30_000,
+    )
+  })
+
+  test("a swarm on a node group the workspace does not have waits with the backend's error listing the groups, and no deployment is made", {
+    timeout: 60_000,
+  }, async () => {
+    await l.register("lep-nowhere", { nodeGroup: "no-such-swarm-pool" })
+    const postsBefore = deploymentPosts()
+    const created = await l.p.call("POST", "/v1/swarms", {
+      name: "ng-nowhere",
+      backendId: "lep-nowhere",
+      model: "echo",
+      replicas: 1,
+    })
+    expect(created.status, JSON.stringify(created.json)).toBe(202)
+    const waiting = await until(
+      "the swarm to say why it waits",
+      async () => {
+        const s = await swarmOf("ng-nowhere")
+        return s.message?.includes("no node group no-such-swarm-pool") && s
+      },
+      30_000,
+    )
+    expect(waiting.phase).toBe("UNKNOWN")
+    expect(waiting.message).toContain("fake-node-group (ng-fake0001)")
+    expect(waiting.message).toContain("other-pool (ng-other)")
+    expect(waiting.handle).toBeUndefined()
+    const backend = await until(
+      "the missing node group to show on the backend",
+      async () => {
+        const b = (await l.p.call("GET", "/v1/backends/lep-nowhere")).json
+        return b.status?.healthy === false && b
+      },
+      30_000,
+    )
+    expect(backend.status.message).toContain("no node group no-such-swarm-pool")
+    expect(deploymentPosts()).toBe(postsBefore)
+    expect((await l.lepton("GET", "/deployments")).body).toEqual([])
+    expect((await l.p.call("DELETE", "/v1/swarms/ng-nowhere")).status).toBe(202)
   })
 })

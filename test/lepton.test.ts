@@ -287,7 +287,17 @@ describe("faults", () => {
     const done = await l.finished(id)
     expect(done.status).toBe("FAILED")
     expect(done.tasks[0].attempts[0].message).toMatch(/400.*no-such-workspace-secret not found/)
-    expect((await l.p.call("GET", "/v1/backends/lep-env")).json.status.healthy).toBe(true)
+    // The pass that failed the job records the backend's health at its end, after the job's status:
+    // a backend registered for this test has none before, so wait for the record, then read it.
+    const checked = await until(
+      "the backend's health to be recorded",
+      async () => {
+        const b = (await l.p.call("GET", "/v1/backends/lep-env")).json
+        return b.status?.checkedAt !== undefined && b
+      },
+      30_000,
+    )
+    expect(checked.status.healthy).toBe(true)
   })
 
   test("a 500 from the job list is retried within the pass, and the job succeeds", {

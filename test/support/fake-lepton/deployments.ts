@@ -53,7 +53,10 @@ interface Deployment {
 export interface DeploymentOptions {
   /** A replica whose process exits is started again (true) or left Failed (false). Default true. */
   restartReplicas: boolean
-  /** Records a new deployment's affinity. */
+  /**
+   * Records a deployment's affinity (`spec.resource_requirement.affinity`) when it is created or a PATCH
+   * changes it; throws (a 400) to refuse a node group the workspace does not have.
+   */
   place?: (id: string, affinity: Json | undefined) => void
 }
 
@@ -85,8 +88,7 @@ export class Deployments {
     if (this.items.has(id)) throw new LeptonError(409, "AlreadyExists", `deployment ${id} already exists`)
     const spec = checkSpec(body.spec)
     this.ws.resolveEnvs(spec.envs)
-    const requirement = spec.resource_requirement
-    this.options.place?.(id, isObject(requirement) ? requirement.affinity : undefined)
+    this.options.place?.(id, affinityOf(spec))
     const name = typeof body.metadata.name === "string" ? body.metadata.name : id
     const d: Deployment = {
       id,
@@ -110,6 +112,9 @@ export class Deployments {
     if (JSON.stringify(next) === JSON.stringify(d.spec)) throw invalid("no valid field to update")
     this.ws.resolveEnvs(next.envs)
     if (dryRun) return { ...this.view(d), spec: next }
+    // Moving the replicas to another node group is a placement like the first, checked the same way.
+    const affinity = affinityOf(next)
+    if (JSON.stringify(affinity) !== JSON.stringify(affinityOf(d.spec))) this.options.place?.(id, affinity)
     const replaced = replicaSpec(next) !== replicaSpec(d.spec)
     d.spec = next
     d.metadata.last_modified_at = this.ws.now()
@@ -312,6 +317,12 @@ export class Deployments {
   private view(d: Deployment): JsonObject {
     return { metadata: d.metadata, spec: d.spec, status: status(this.ws, d) }
   }
+}
+
+/** Where a deployment's spec places it (`resource_requirement.affinity`; a job's is `spec.affinity`). */
+function affinityOf(spec: JsonObject): Json | undefined {
+  const requirement = spec.resource_requirement
+  return isObject(requirement) ? requirement.affinity : undefined
 }
 
 /** Once every desired replica is Ready and none is going away, scaling or an update has finished. */

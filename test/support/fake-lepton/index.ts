@@ -94,7 +94,7 @@ export async function startFakeLepton(options: FakeLeptonOptions = {}): Promise<
     others: new Map([[other.id, other.token]]),
     deployments: new Deployments(ws, {
       restartReplicas: options.restartReplicas ?? true,
-      place: (id, affinity) => nodeGroups.place("deployment", id, affinity, false),
+      place: (id, affinity) => nodeGroups.place("deployment", id, affinity),
     }),
     jobs: new Jobs(ws, {
       workerReadyMs: options.workerReadyMs ?? 100,

@@ -1,8 +1,9 @@
 /**
  * The fake Lepton's dedicated node groups and resource shapes (Part A.7): the groups a workspace can
  * place work on, their nodes (GPUs allocated out of total) and the shapes each offers. Placement names a
- * group by its id in `affinity.allowed_dedicated_node_groups`; an id the fake does not know is refused
- * as the real service would, so a client that sends a group's name instead of its id is caught.
+ * group by its id in `allowed_dedicated_node_groups` of an affinity (a job's `spec.affinity`, a
+ * deployment's `spec.resource_requirement.affinity`); an id the fake does not know is refused as the
+ * real service would, so a client that sends a group's name instead of its id is caught.
  */
 import { invalid, isObject, type Json, type JsonObject, metadata, notFound, type Workspace } from "./state"
 
@@ -99,17 +100,18 @@ export class NodeGroups {
   }
 
   /**
-   * Record an affinity and, when `check`, refuse any `allowed_dedicated_node_groups` entry that is not
-   * a known id. (Deployments are recorded unchecked until the serving path resolves names to ids.)
+   * Record a job's or deployment's affinity, refusing (Lepton's 400) any `allowed_dedicated_node_groups`
+   * entry that is not a known group id. `check: false` records without checking, for a test that wants
+   * to see what a client sent whatever it is.
    */
   place(kind: Placement["kind"], id: string, affinity: Json | undefined, check = true): void {
     const named = isObject(affinity) ? affinity.allowed_dedicated_node_groups : undefined
+    const field = `${kind === "deployment" ? "resource_requirement." : ""}affinity.allowed_dedicated_node_groups`
     if (check && named !== undefined && named !== null) {
       if (!Array.isArray(named) || !named.every((n) => typeof n === "string"))
-        throw invalid("affinity.allowed_dedicated_node_groups: an array of node group ids")
+        throw invalid(`${field}: an array of node group ids`)
       for (const n of named)
-        if (!this.groups.some((g) => g.id === n))
-          throw invalid(`affinity.allowed_dedicated_node_groups: node group ${n} not found`)
+        if (!this.groups.some((g) => g.id === n)) throw invalid(`${field}: node group ${n} not found`)
     }
     this.placements.push({ kind, id, nodeGroups: Array.isArray(named) ? (named as string[]) : undefined })
   }

@@ -1,8 +1,9 @@
 /**
  * Swarms on Lepton: one deployment per swarm incarnation, named by spec.ts so any process finds it
- * again. An update PATCHes only the fields that changed (a new replica count is one PATCH of
- * `resource_requirement`, never a second deployment); the status is the deployment's state, its
- * replicas' readiness and a health GET through its external endpoint, mapped by states.ts.
+ * again, placed on the backend's node group by the group's id (as jobs are). An update PATCHes only
+ * the fields that changed (a new replica count is one PATCH of `resource_requirement`, never a second
+ * deployment); the status is the deployment's state, its replicas' readiness and a health GET through
+ * its external endpoint, mapped by states.ts.
  */
 import type { Swarm } from "../../model/swarm"
 import type { ServingStatus } from "../protocol"
@@ -17,6 +18,11 @@ export const HealthTimeoutMs = 5_000
 export interface LeptonServingOptions {
   project: string
   config: LeptonConfig
+  /**
+   * The id of the backend's node group (`config.nodeGroup` may name it by name; Lepton places by id).
+   * Rejects, naming the groups the workspace has, when it has no such group: then no deployment is made.
+   */
+  nodeGroupId: () => Promise<string>
   /** One contact with Lepton through the backend's client (recorded as the backend's health). */
   call: <T>(use: (client: LeptonClient) => Promise<T>) => Promise<T>
   /** The endpoint token's value (the backend's `endpointTokenSecret`), when endpoints need one. */
@@ -74,7 +80,9 @@ export function LeptonServing(o: LeptonServingOptions) {
      * pass whose answer was lost) to the current spec with one PATCH of what differs.
      */
     async createOrUpdate(swarm: Swarm): Promise<NonNullable<Swarm["handle"]>> {
-      const body = deploymentBody({ project: o.project, swarm, config: o.config })
+      // Resolved first: a group the workspace lacks leaves the swarm waiting with nothing made on Lepton.
+      const nodeGroupId = await o.nodeGroupId()
+      const body = deploymentBody({ project: o.project, swarm, config: o.config, nodeGroupId })
       const name = body.metadata.name
       /** Bring the deployment Lepton has to the wanted spec: one PATCH of what differs, if anything does. */
       const update = async (current: LeptonDeployment | undefined) => {
@@ -127,6 +135,7 @@ export function LeptonServing(o: LeptonServingOptions) {
         replicas: swarm.autoscaling
           ? (deployment.status?.autoscaler_status?.desired_replicas ?? swarm.autoscaling.minReplicas)
           : swarm.replicas,
+        scaledToZero: !swarm.autoscaling && swarm.replicas === 0,
         deleteRequested: swarm.desired === "deleted" || swarm.phase === "FAILED",
       })
       const generation = swarm.handle.meta.generation

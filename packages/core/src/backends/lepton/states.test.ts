@@ -100,6 +100,26 @@ describe("a deployment's swarm phase", () => {
       "STOPPED",
       undefined,
     ],
+    "Stopped, the swarm asks for 0 replicas": [
+      { state: "Stopped", readiness: {}, replicas: 0, scaledToZero: true },
+      "STOPPED",
+      /Stopped; the swarm asks for 0 replicas/,
+    ],
+    "Stopping, the swarm asks for 0 replicas": [
+      { state: "Stopping", readiness: ready("r1"), replicas: 0, scaledToZero: true },
+      "STOPPED",
+      /Stopping; the swarm asks for 0 replicas/,
+    ],
+    "Deleting, the swarm asks for 0 replicas (deleted elsewhere)": [
+      { state: "Deleting", replicas: 0, scaledToZero: true },
+      "FAILED",
+      /deleting the deployment, not through swarmplane/,
+    ],
+    "Stopped, an autoscaled swarm at 0 (not asked to stop)": [
+      { state: "Stopped", replicas: 0 },
+      "FAILED",
+      /stopped the deployment, not through swarmplane/,
+    ],
     '"" (Lepton\'s unknown)': [{ state: "", replicas: 1 }, "UNKNOWN", /unknown deployment state ""/],
     "absent state": [{ state: undefined, replicas: 1 }, "UNKNOWN", /unknown deployment state ""/],
     "a name Lepton does not list": [{ state: "Hibernating", replicas: 1 }, "UNKNOWN", /"Hibernating"/],
@@ -137,6 +157,15 @@ describe("a deployment's swarm phase", () => {
   test("a teardown swarmplane asked for is idle only once Lepton has stopped it", () => {
     expect(deploymentPhase({ state: "Stopped", replicas: 1, deleteRequested: true }).idle).toBe(true)
     expect(deploymentPhase({ state: "Stopping", replicas: 1, deleteRequested: true }).idle).toBe(false)
+  })
+
+  test("a swarm scaled to 0 is idle once Lepton has stopped its deployment, and shows 0 of 0 ready", () => {
+    const stopped = deploymentPhase({ state: "Stopped", readiness: {}, replicas: 0, scaledToZero: true })
+    expect(stopped.idle).toBe(true)
+    expect(stopped.replicas).toMatchObject({ ready: 0, total: 0 })
+    expect(
+      deploymentPhase({ state: "Stopping", readiness: ready("r1"), replicas: 0, scaledToZero: true }).idle,
+    ).toBe(false)
   })
 })
 

@@ -29,6 +29,11 @@ export interface DeploymentView {
   healthy?: boolean
   /** Replicas asked for (`min_replicas`, or the autoscaler's desired count). */
   replicas: number
+  /**
+   * The swarm asks for a fixed 0 replicas, so Lepton stopping the deployment is what was asked. (An
+   * autoscaled swarm whose autoscaler is at 0 is not: its endpoint must stay known to wake it.)
+   */
+  scaledToZero?: boolean
   /** swarmplane asked Lepton to delete the deployment (the swarm is being deleted or torn down). */
   deleteRequested?: boolean
 }
@@ -111,6 +116,10 @@ export function deploymentPhase(view: DeploymentView): DeploymentPhase {
     // A teardown swarmplane asked for: done once nothing runs; Lepton finishes a delete it accepted.
     if (view.deleteRequested)
       return at("STOPPED", state === "Stopped" ? undefined : `Lepton: ${state}`, state === "Stopped")
+    // A swarm scaled to 0 replicas is stopped as asked (Lepton stops a deployment whose
+    // `min_replicas` is 0): it serves nothing, and scaling it up again starts it over.
+    if (view.scaledToZero && state !== "Deleting")
+      return at("STOPPED", `Lepton: ${state}; the swarm asks for 0 replicas`, state === "Stopped")
     return at("FAILED", `${Unasked[state]}, not through swarmplane`)
   }
   if (state === "Error") {
