@@ -4,6 +4,8 @@
  * `agentCommand` is how the job's image runs the agent; here, Node and the repo's agent). One shard's
  * worker is killed mid-run, as the loss of its node would: swarmplane retries that task as a new
  * attempt, whose runner resumes from the killed one's checkpoints, and every row is in the output once.
+ * The shards' progress counters, which the backend reads from their logs, show while the job runs and
+ * add up to the rows at its end.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -34,7 +36,13 @@ interface Attempt {
   attemptUid: string
   state: string
   target?: string
+  progress?: { done: number; failed: number; total?: number }
 }
+
+const ended = (status: string) => ["SUCCEEDED", "FAILED", "CANCELLED"].includes(status)
+/** Rows done across a job's shards, as the API shows them: each task's last attempt's counters. */
+const rowsDone = (job: { tasks: { attempts: Attempt[] }[] }) =>
+  job.tasks.reduce((n, t) => n + (t.attempts.at(-1)?.progress?.done ?? 0), 0)
 
 const readLines = (file: string): OutLine[] =>
   readFileSync(file, "utf8")
@@ -51,7 +59,7 @@ function checkpointed(out: string, shard: number, attemptUid: string): OutLine[]
     .flatMap((name) => readLines(join(dir, name)))
 }
 
-test("batch inference on Lepton: 1,000 rows over 4 shards, each once, after one shard's worker is killed mid-run", {
+test("batch inference on Lepton: 1,000 rows over 4 shards, each once, after one shard's worker is killed mid-run; progress shows as it runs", {
   timeout: 90_000,
 }, async () => {
   const created = await l.p.call("POST", "/v1/swarms", {
@@ -75,6 +83,17 @@ test("batch inference on Lepton: 1,000 rows over 4 shards, each once, after one 
     tasks: 4,
     batch: { input, output: out, concurrency: 1, checkpointEvery: 10 },
   })
+  // Watched from the start: the first time rows show as done, or the job's end if it comes first.
+  const whileRunning = until(
+    "the job's progress to show, or its end",
+    async () => {
+      const j = await l.job(id)
+      const done = rowsDone(j)
+      return (done > 0 || ended(j.status)) && { done, status: j.status as string }
+    },
+    80_000,
+  )
+  whileRunning.catch(() => {}) // awaited below; not an unhandled rejection meanwhile
 
   // Shard 0's first attempt, once its Lepton job is known and it has checkpointed rows.
   const first = await until(
@@ -93,6 +112,18 @@ test("batch inference on Lepton: 1,000 rows over 4 shards, each once, after one 
 
   const done = await l.finished(id, 60_000)
   expect(done.status, JSON.stringify(done.tasks)).toBe("SUCCEEDED")
+
+  // Progress showed before the job ended, and at its end every shard's counters are whole: 1,000 rows.
+  const shown = await whileRunning
+  expect(ended(shown.status), `progress first seen with the job ${shown.status}`).toBe(false)
+  expect(shown.done).toBeGreaterThan(0)
+  expect(shown.done).toBeLessThan(1000)
+  const last = (done.tasks as { attempts: Attempt[] }[]).map((t) => t.attempts.at(-1)?.progress)
+  expect(
+    last.every((pr) => pr && pr.done === pr.total && pr.failed === 0),
+    JSON.stringify(last),
+  ).toBe(true)
+  expect(rowsDone(done)).toBe(1000)
   const attempts: Attempt[] = done.tasks[0].attempts
   expect(attempts.map((a) => a.state)).toEqual(["FAILED", "SUCCEEDED"])
   for (const task of done.tasks.slice(1) as { attempts: Attempt[] }[])

@@ -6,6 +6,7 @@ import { number, parse, required, str, UsageError } from "../cli"
 import { ProgressVariable } from "../process-runner"
 import type { RetryPolicy } from "./client"
 import { formatOf, InputFormat } from "./input"
+import { ProgressStdoutVariable } from "./progress"
 import { Api } from "./rows"
 import type { BatchConfig } from "./runner"
 import { parseS3Prefix } from "./s3"
@@ -39,7 +40,8 @@ Options:
 Environment:
   SWARM_ENDPOINT, SWARM_API_TOKEN (sent as a Bearer token), SHARD_ID and NSHARDS (default 0 and 1),
   ATTEMPT_UID (names the parts), ${ProgressVariable} (a local copy of progress.json, also with
-  an S3 output), AWS_REGION, AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL (S3 input and output),
+  an S3 output), ${ProgressStdoutVariable}=1 (also print progress to stdout as
+  "@@swarmplane:progress@@ {...}" lines, for a backend that reads the log), AWS_REGION, AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL (S3 input and output),
   ${FailAfterVariable} (tests)
 
 Output (in DIR, or under the S3 prefix; a retried shard resumes from the parts there):
@@ -126,6 +128,7 @@ export function parseRunBatch(args: string[], env: NodeJS.ProcessEnv): BatchConf
     maxTokens: number(v["max-tokens"], "--max-tokens", { min: 1 }),
     attemptUid: str(env.ATTEMPT_UID),
     progressFile: str(env[ProgressVariable]),
+    progressStdout: env[ProgressStdoutVariable] === "1" ? true : undefined,
     failAfter,
     overwrite: v.overwrite === true ? true : undefined,
   }

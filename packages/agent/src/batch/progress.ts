@@ -11,6 +11,10 @@
  * counts the requests this attempt repeated (429, 5xx, timeouts, connection errors); `sent` rows have
  * been sent to the endpoint (answered or not, earlier attempts' skipped rows included); `resent` rows
  * are ones an earlier attempt had sent but not checkpointed when it ended, which this one sends again.
+ *
+ * Where a backend cannot read a file of the task's but can read its log (Lepton), it sets
+ * `SWARMPLANE_PROGRESS_STDOUT=1` and the runner also prints each changed document to stdout as one
+ * `@@swarmplane:progress@@ {...}` line, which the backend finds in the log's tail.
  */
 import type { OutputStore } from "./output-port"
 import { writeFileAtomic } from "./output-store"
@@ -35,6 +39,29 @@ export interface BatchProgress {
   resent: number
   /** ISO 8601. */
   updatedAt: string
+}
+
+/** Print progress lines on stdout when this variable is `1`. */
+export const ProgressStdoutVariable = "SWARMPLANE_PROGRESS_STDOUT"
+/** What starts a progress line; the Lepton backend looks for the same text. */
+export const ProgressLineMarker = "@@swarmplane:progress@@"
+
+/** The document as one line of the task's log. */
+export const progressLine = (progress: BatchProgress) => `${ProgressLineMarker} ${JSON.stringify(progress)}\n`
+
+/**
+ * A printer of progress lines that prints only what changed: the runner reports every couple of
+ * seconds, and a log should not grow by a line each time when nothing moved.
+ */
+export function progressPrinter(print: (line: string) => void): (progress: BatchProgress) => void {
+  let last: string | undefined
+  return (progress) => {
+    const { updatedAt: _, ...counters } = progress
+    const key = JSON.stringify(counters)
+    if (key === last) return
+    last = key
+    print(progressLine(progress))
+  }
 }
 
 /** The shard's progress document in the output store. */

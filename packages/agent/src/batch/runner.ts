@@ -26,7 +26,13 @@ import { differences, fingerprintOf, readFingerprint, writeFingerprint } from ".
 import { type InputFormat, openSource } from "./input"
 import type { OutputStore } from "./output-port"
 import { openOutput } from "./output-store"
-import { type BatchProgress, type ProgressState, readProgress, writeProgress } from "./progress"
+import {
+  type BatchProgress,
+  type ProgressState,
+  progressPrinter,
+  readProgress,
+  writeProgress,
+} from "./progress"
 import { type Api, ApiPath, type BatchRow, MessagesColumn, requestBody } from "./rows"
 import { selectShard } from "./select"
 import type { ShardBy } from "./shard"
@@ -58,6 +64,8 @@ export interface BatchConfig {
   attemptUid?: string
   /** Also write the progress document here (`SWARMPLANE_PROGRESS_FILE`). */
   progressFile?: string
+  /** Also print each changed progress document to stdout as a line (`SWARMPLANE_PROGRESS_STDOUT=1`). */
+  progressStdout?: boolean
   /** Start the shard over when its output holds results of another input or request (see fingerprint.ts). */
   overwrite?: boolean
   /** Test hook: stop like a crash right after the checkpoint that reaches this many done rows. */
@@ -70,6 +78,8 @@ export interface RunOptions {
   signal?: AbortSignal
   env?: NodeJS.ProcessEnv
   random?: () => number
+  /** Where progress lines go when `progressStdout` is set; stdout by default. */
+  print?: (line: string) => void
 }
 
 /**
@@ -151,10 +161,14 @@ async function runShard(config: BatchConfig, store: OutputStore, options: RunOpt
     resent,
     updatedAt: new Date().toISOString(),
   }
+  const print = config.progressStdout
+    ? progressPrinter(options.print ?? ((line) => void process.stdout.write(line)))
+    : undefined
   const report = async (state: ProgressState) => {
     progress.state = state
     progress.updatedAt = new Date().toISOString()
     await writeProgress(store, dir, progress, config.progressFile)
+    print?.(progress)
   }
   log.info(
     `${label}: ${rows.length} of ${inputRows} rows (${config.shardBy}), ${progress.skipped} done by earlier attempts, ${todo.length} to do${resent ? ` (${resent} sent before but not checkpointed: sent again)` : ""}; run ${runId}`,

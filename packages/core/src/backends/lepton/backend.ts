@@ -6,6 +6,10 @@
  * every job of the workspace in one paged list (and every deployment in one more call), whatever the
  * number of live attempts. Every contact is recorded as the backend's health; the token is read once
  * per invocation and never appears in a message.
+ *
+ * A batch shard's progress counters come from its log (its runner prints them as lines there; see
+ * observe.ts): each pass reads the newest text of at most `ProgressReadsPerPass` shards' logs (those
+ * that just ended, then running ones in turn), a few at once, within `ProgressBudgetMs`.
  */
 import type { Backend } from "../../model/backend"
 import type { Swarm } from "../../model/swarm"
@@ -22,8 +26,8 @@ import type {
   TaskRef,
 } from "../protocol"
 import { awaitingSwarms } from "../swarm-gate"
-import { LeptonApiError, type LeptonClient, leptonClient } from "./client"
-import { indexJobs, type JobIndex, LostAfterMs, observeJobs } from "./observe"
+import { LeptonApiError, type LeptonClient, type LogTailLimits, leptonClient } from "./client"
+import { indexJobs, type JobIndex, LostAfterMs, observeJobs, progressFromLog, progressReads } from "./observe"
 import { deploymentOf, LeptonServing } from "./serving"
 import { jobBody, jobName, type LeptonConfig } from "./spec"
 import type { DedicatedNodeGroup, LeptonDeployment } from "./types"
@@ -39,6 +43,30 @@ export const InvocationBudgetMs = 45_000
 /** Tries after a failed call, and the first wait: short, as the next pass tries again anyway. */
 export const CallRetries = 2
 export const CallBackoffMs = 250
+/** A pass's reads of logs for progress start within this long, so they leave the pass its time. */
+export const ProgressBudgetMs = 10_000
+/** Logs read at once for progress. */
+export const ProgressReadsAtOnce = 4
+/**
+ * One read of a shard's log for progress. The stream follows a running replica: it is left once its
+ * backlog is through (a pause of `idleMs`), and never read for long or far.
+ */
+export const ProgressLogLimits: LogTailLimits = {
+  maxBytes: 16 << 20,
+  maxMs: 5_000,
+  idleMs: 500,
+  keepChars: 64 << 10,
+}
+/**
+ * One read of a task's log to show it: the stream follows a running replica, so it is left after a
+ * pause once its backlog is through, and only its newest text is kept.
+ */
+export const LogReadLimits: LogTailLimits = {
+  maxBytes: 32 << 20,
+  maxMs: 10_000,
+  idleMs: 1_000,
+  keepChars: 1 << 20,
+}
 /** The workspace API base of a backend. */
 export const workspaceUrlOf = (config: LeptonConfig) =>
   config.workspaceUrl ?? `${DefaultGateway}/${encodeURIComponent(config.workspaceId)}`
@@ -108,6 +136,7 @@ export function LeptonBackend(
     project,
     config,
     call: contacting,
+    nodeGroupId: async () => (await nodeGroup()).metadata.id,
     endpointToken: () => {
       const name = config.endpointTokenSecret
       endpointToken ??= name ? runtime.secrets.get(project, name) : Promise.resolve(undefined)
@@ -117,8 +146,9 @@ export function LeptonBackend(
 
   /**
    * The configured node group (`config.nodeGroup`, its name or its id), looked up once per invocation:
-   * Lepton places by id. A group the workspace does not have is an error naming the groups it has;
-   * it is retryable, so the attempts wait (the group may be being made, or the config fixed).
+   * Lepton places jobs and swarms' deployments by id. A group the workspace does not have is an error
+   * naming the groups it has; it is retryable, so attempts and swarms wait (the group may be being
+   * made, or the config fixed).
    */
   let resolvedGroup: Promise<DedicatedNodeGroup> | undefined
   function nodeGroup(): Promise<DedicatedNodeGroup> {
@@ -143,6 +173,40 @@ export function LeptonBackend(
 
   /** Every job of the workspace, live and archived, in one paged list. */
   const listJobs = async () => indexJobs(await contacting((c) => c.jobs.list({ mode: "alive_and_archive" })))
+
+  /**
+   * The progress counters of each attempt in `refs`, from the newest text of its job's first worker's
+   * log, a few at once. Best effort: a read that fails or finds no progress line leaves the attempt's
+   * counters as they were, and is no failed contact (the job list is the backend's health).
+   */
+  async function readProgress(refs: TaskRef[]): Promise<NonNullable<ReconcileResult["progress"]>> {
+    const out: NonNullable<ReconcileResult["progress"]> = []
+    if (!refs.length) return out
+    const c = await client()
+    const until = runtime.clock.now() + ProgressBudgetMs
+    const one = async (ref: TaskRef) => {
+      const attempt = lastAttempt(ref)!
+      const target = attempt.target!
+      const replicas = await c.jobs.replicas(target)
+      const first = [...replicas].sort((a, b) => a.id.localeCompare(b.id))[0]
+      if (!first) return
+      const maxMs = Math.min(ProgressLogLimits.maxMs, until - runtime.clock.now())
+      const tail = await c.jobs.replicaLogTail(target, first.id, { ...ProgressLogLimits, maxMs })
+      const counters = tail ? progressFromLog(tail.text, attempt.attemptUid) : undefined
+      if (counters) out.push({ ref, progress: counters })
+    }
+    const queue = [...refs]
+    const reader = async () => {
+      for (let ref = queue.shift(); ref && runtime.clock.now() < until; ref = queue.shift())
+        await one(ref).catch((error: unknown) =>
+          runtime.logger.debug(
+            `${project} lepton ${backendId}: no progress read for ${lastAttempt(ref!)?.target}: ${error instanceof Error ? error.message : String(error)}`,
+          ),
+        )
+    }
+    await Promise.all(Array.from({ length: Math.min(ProgressReadsAtOnce, refs.length) }, reader))
+    return out
+  }
 
   /** The configured node group as `status()` shows it: two reads besides its lookup, none per node. */
   async function nodeGroupStatus(): Promise<Record<string, unknown>> {
@@ -277,7 +341,8 @@ export function LeptonBackend(
 
     /**
      * One paged list of the workspace's jobs for every live and stopping attempt, and one list of the
-     * deployments for the swarms (kept for this pass's `servingStatus`). No live work, no call.
+     * deployments for the swarms (kept for this pass's `servingStatus`). No live work, no call. Then
+     * the progress of a few batch shards, from their logs (`readProgress`).
      */
     async reconcile(request): Promise<ReconcileResult> {
       observedDeployments.clear()
@@ -301,6 +366,10 @@ export function LeptonBackend(
       result.transitions.push(...observed.transitions)
       result.waiting.push(...observed.waiting)
       result.unstopped.push(...observed.unstopped)
+      // Batch shards' counters, from their logs: those that ended now (their last), then running ones.
+      const progress = await readProgress(
+        progressReads(launched, result.transitions, Math.floor(runtime.clock.now() / 1000)),
+      )
       // What a failed task printed last is usually why: read only for those that failed, best effort.
       for (const t of result.transitions) {
         if (t.outcome.kind !== "failed") continue
@@ -312,7 +381,7 @@ export function LeptonBackend(
             message: `${t.outcome.message ?? t.outcome.reason}; last output: ${said.length > 600 ? `${said.slice(0, 600)}...` : said}`,
           }
       }
-      return result
+      return progress.length ? { ...result, progress } : result
     },
 
     /** Stop each attempt's job (`stopped: true`); a job already gone is done. */
@@ -321,7 +390,7 @@ export function LeptonBackend(
       for (const target of targets) await contacting((c) => c.jobs.stop(target))
     },
 
-    /** The last `tail` lines of the attempt's job's first worker. */
+    /** The last `tail` lines of the attempt's job's first worker (a bounded read of its log stream). */
     async fetchLogs(ref, tail) {
       const attempt = lastAttempt(ref)
       const empty = { attemptUid: attempt?.attemptUid ?? "", lines: [], truncated: false }
@@ -331,13 +400,17 @@ export function LeptonBackend(
       const replicas = await contacting((c) => c.jobs.replicas(target).catch(absent([])))
       const first = [...replicas].sort((a, b) => a.id.localeCompare(b.id))[0]
       if (!first) return empty
-      const text = await contacting((c) => c.jobs.replicaLog(target, first.id).catch(absent("")))
+      const read = await contacting((c) => c.jobs.replicaLogTail(target, first.id, LogReadLimits))
+      const text = read?.text ?? ""
       const lines = text.split("\n")
       if (lines.at(-1) === "") lines.pop()
+      // Only the newest text was kept: its first line may be cut.
+      const cut = text.length >= LogReadLimits.keepChars
+      if (cut) lines.shift()
       return {
         attemptUid: attempt.attemptUid,
         lines: lines.slice(-tail),
-        truncated: lines.length > tail,
+        truncated: cut || lines.length > tail,
         updatedAt: iso(runtime.clock.now()),
       }
     },

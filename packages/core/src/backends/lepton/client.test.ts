@@ -359,3 +359,83 @@ describe("the Lepton client's node groups and shapes", () => {
     expect(error.message).toContain("GET /dedicated-node-groups: unexpected answer")
   })
 })
+
+describe("the Lepton client's bounded read of a replica's log", () => {
+  const limits = { maxBytes: 1 << 20, maxMs: 20_000, idleMs: 200, keepChars: 10_000 }
+
+  /**
+   * A log endpoint that writes `chunks` (and `later` half a second after), then ends the stream or
+   * (`follow`) keeps it open as a running replica's.
+   */
+  async function logServer(chunks: string[], follow: boolean, status = 200, later?: string) {
+    const seen: string[] = []
+    const server = createServer((req, res) => {
+      seen.push(req.url ?? "")
+      if (status !== 200) {
+        res.writeHead(status, { "content-type": "application/json" })
+        res.end(JSON.stringify({ code: "X", message: `no ${Token}` }))
+        return
+      }
+      res.writeHead(200, { "content-type": "text/plain" })
+      for (const chunk of chunks) res.write(chunk)
+      if (later) setTimeout(() => res.write(later), 500).unref()
+      if (!follow) res.end()
+    })
+    servers.push(server)
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const port = (server.address() as AddressInfo).port
+    const client = leptonClient({ baseUrl: `http://127.0.0.1:${port}/api/v2/workspaces/ws123`, token: Token })
+    return { client, seen }
+  }
+
+  test("a stream that ends is read whole, ended", async () => {
+    const { client, seen } = await logServer(["line 1\n", "line 2\n"], false)
+    expect(await client.jobs.replicaLogTail("sp-j-1", "sp-j-1-0-abcde", limits)).toEqual({
+      text: "line 1\nline 2\n",
+      ended: true,
+    })
+    expect(seen).toEqual(["/api/v2/workspaces/ws123/jobs/sp-j-1/replicas/sp-j-1-0-abcde/log"])
+  })
+
+  test("a stream that follows a running replica is left once its backlog is through, with what it sent", async () => {
+    const { client } = await logServer(["line 1\n", "line 2\n"], true)
+    // The overall bound is far off: the read ends on the pause after the backlog.
+    const read = await client.jobs.replicaLogTail("j", "r", limits)
+    expect(read).toEqual({ text: "line 1\nline 2\n", ended: false })
+  })
+
+  test("only the newest keepChars are kept, and reading stops after maxBytes", async () => {
+    const many = Array.from({ length: 100 }, (_, i) => `line ${i}\n`)
+    const { client } = await logServer(many, false)
+    const kept = await client.jobs.replicaLogTail("j", "r", { ...limits, keepChars: 16 })
+    expect(kept).toEqual({ text: "line 98\nline 99\n", ended: true })
+    const { client: other } = await logServer(["a".repeat(5000)], true, 200, "b".repeat(5000))
+    const capped = await other.jobs.replicaLogTail("j", "r", { ...limits, maxBytes: 4000, idleMs: 20_000 })
+    expect(capped?.ended).toBe(false)
+    expect(capped?.text).not.toContain("b")
+  })
+
+  test("no job or replica (404) is undefined; another refusal is an error without the token, not retried", async () => {
+    const { client } = await logServer([], false, 404)
+    expect(await client.jobs.replicaLogTail("j", "r", limits)).toBeUndefined()
+    const { client: busy, seen } = await logServer([], false, 503)
+    const error = await failure(busy.jobs.replicaLogTail("j", "r", limits))
+    expect(error.status).toBe(503)
+    expect(error.retryable).toBe(true)
+    expect(error.message).not.toContain(Token)
+    expect(seen).toHaveLength(1)
+  })
+
+  test("a deadline already passed makes no request", async () => {
+    const { client: _, seen } = await logServer(["x"], false)
+    const late = leptonClient({
+      baseUrl: "http://127.0.0.1:9/api/v2/workspaces/ws123",
+      token: Token,
+      now: () => 2_000,
+      deadline: 1_000,
+    })
+    const error = await failure(late.jobs.replicaLogTail("j", "r", limits))
+    expect(error.message).toContain("deadline")
+    expect(seen).toHaveLength(0)
+  })
+})

@@ -8,6 +8,9 @@
  * before doing anything: after a 5xx or a lost answer the object may exist, and the backend finds it
  * again by its name rather than making a second one. Other 4xx are never retried.
  *
+ * A replica's log is a stream that follows a running replica; `replicaLogTail` reads it within bounds
+ * (bytes, time, and a pause once the backlog is through) and keeps only its newest text.
+ *
  * Failures are `LeptonApiError`s, which name the method, path, status and Lepton's own message, and
  * never the token: it is only ever put in the `Authorization` header.
  */
@@ -57,6 +60,24 @@ export interface LeptonClientOptions {
 export const DefaultPageSize = 500
 const MaxPages = 10_000
 
+/** The bounds of one read of a replica's log stream. */
+export interface LogTailLimits {
+  /** Stop after this many bytes of the stream. */
+  maxBytes: number
+  /** Stop after this long in all (and never past the client's deadline). */
+  maxMs: number
+  /** Stop once the stream has been quiet this long after its first bytes: what was written is through. */
+  idleMs: number
+  /** Keep only the newest this many characters. */
+  keepChars: number
+}
+
+/** What a bounded read of a log stream got: its newest text, and whether the stream ended by itself. */
+export interface LogTail {
+  text: string
+  ended: boolean
+}
+
 type Method = "GET" | "POST" | "PATCH" | "DELETE"
 type Query = Record<string, string | number | undefined>
 
@@ -99,6 +120,11 @@ export interface LeptonClient {
     delete(id: string): Promise<void>
     replicas(id: string): Promise<Replica[]>
     replicaLog(id: string, replicaId: string): Promise<string>
+    /**
+     * The newest text of a replica's log, read within `limits` (one try, no retry: a reader of the log
+     * comes back later). `undefined` when Lepton has no such job or replica (404).
+     */
+    replicaLogTail(id: string, replicaId: string, limits: LogTailLimits): Promise<LogTail | undefined>
   }
 }
 
@@ -228,6 +254,82 @@ export function leptonClient(options: LeptonClientOptions): LeptonClient {
     }
   }
 
+  /** A bounded read of a streamed text answer (see `LogTailLimits`). */
+  async function tail(path: string, limits: LogTailLimits): Promise<LogTail | undefined> {
+    const shown = `GET ${path}`
+    const left =
+      options.deadline === undefined ? limits.maxMs : Math.min(limits.maxMs, options.deadline - now())
+    if (left <= 0)
+      throw new LeptonApiError(
+        `Lepton ${shown}: the pass's deadline passed before an answer`,
+        true,
+        "GET",
+        path,
+      )
+    const stop = new AbortController()
+    const overall = setTimeout(() => stop.abort(), Math.min(left, timeoutMs))
+    let idle: ReturnType<typeof setTimeout> | undefined
+    let response: Response | undefined
+    let text = ""
+    let ended = false
+    try {
+      response = await doFetch(new URL(base + path), {
+        method: "GET",
+        headers: { authorization: `Bearer ${secret}`, accept: "text/plain" },
+        signal: stop.signal,
+      })
+      if (response.status === 404) return undefined
+      if (!response.ok) {
+        const body = errorOf(await response.text())
+        const said = `${body.code ? ` ${body.code}` : ""}${body.message ? `: ${body.message}` : ""}`
+        const status = response.status
+        throw new LeptonApiError(
+          scrub(`Lepton ${shown} answered ${status}${said}${hint[status] ?? ""}`),
+          status === 429 || status >= 500 || status === 401 || status === 403,
+          "GET",
+          path,
+          status,
+        )
+      }
+      if (!response.body) return { text: "", ended: true }
+      const reader = response.body.getReader()
+      const decoder = new TextDecoder()
+      let bytes = 0
+      for (;;) {
+        const chunk = await reader.read()
+        if (chunk.done) {
+          ended = true
+          text = (text + decoder.decode()).slice(-limits.keepChars)
+          break
+        }
+        bytes += chunk.value.byteLength
+        text = (text + decoder.decode(chunk.value, { stream: true })).slice(-limits.keepChars)
+        if (bytes >= limits.maxBytes) break
+        clearTimeout(idle)
+        idle = setTimeout(() => stop.abort(), limits.idleMs)
+      }
+    } catch (error) {
+      if (error instanceof LeptonApiError) throw error
+      // Stopped by a bound once the stream had begun: what was read is the answer.
+      if (!(stop.signal.aborted && response?.ok)) {
+        const why = stop.signal.aborted
+          ? `no answer within ${seconds(Math.min(left, timeoutMs))}`
+          : error instanceof Error
+            ? error.message
+            : String(error)
+        throw new LeptonApiError(scrub(`Lepton ${shown}: ${why}`), true, "GET", path, undefined, undefined, {
+          cause: error,
+        })
+      }
+    } finally {
+      clearTimeout(overall)
+      clearTimeout(idle)
+      // Whatever is left of a stream that follows the replica is not wanted.
+      stop.abort()
+    }
+    return { text: scrub(text), ended }
+  }
+
   /** An answer read by its schema; one that is not what the contract says is the backend misbehaving. */
   function parse<S extends z.ZodType>(schema: S, method: Method, path: string, text: string): z.infer<S> {
     const shown = `${method} ${path}`
@@ -334,6 +436,7 @@ export function leptonClient(options: LeptonClientOptions): LeptonClient {
       async replicaLog(id, replicaId) {
         return scrub((await call("GET", `${job(id)}/replicas/${seg(replicaId)}/log`))!.text)
       },
+      replicaLogTail: (id, replicaId, limits) => tail(`${job(id)}/replicas/${seg(replicaId)}/log`, limits),
     },
   }
 }

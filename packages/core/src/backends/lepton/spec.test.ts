@@ -234,6 +234,13 @@ describe("the job of a task attempt", () => {
     expect(jobBody({ job: batch, taskIndex: 1, attemptUid: "a-2", config }).spec.container.command).toEqual(
       batch.spec.command,
     )
+    // Its runner prints progress lines for the backend to read in its log; a plain job is not told to.
+    expect(envOf(jobBody({ job: batch, taskIndex: 1, attemptUid: "a-2", config }).spec.envs)).toMatchObject({
+      SWARMPLANE_PROGRESS_STDOUT: { name: "SWARMPLANE_PROGRESS_STDOUT", value: "1" },
+    })
+    expect(
+      envOf(jobBody({ job, taskIndex: 0, attemptUid: "a-1", config }).spec.envs).SWARMPLANE_PROGRESS_STDOUT,
+    ).toBeUndefined()
     // Only a leading `swarmplane-agent` is the agent: a user's command that mentions it later is theirs.
     const mention = { ...job, spec: { ...spec, command: ["echo", "swarmplane-agent"] } }
     expect(

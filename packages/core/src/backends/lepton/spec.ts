@@ -33,6 +33,11 @@ export const MaxNameLength = 36
 export const DefaultJobImage = "nvcr.io/nvidia/pytorch:25.08-py3"
 /** The server of a swarm that names no image: vLLM's OpenAI-compatible one. */
 export const DefaultServingImage = "vllm/vllm-openai:latest"
+/**
+ * Set in a batch job's shards: the batch runner then prints its progress as lines of its log, where the
+ * backend reads them (Lepton has no file of the task's for it to read, as Slurm's backend does).
+ */
+export const ProgressStdoutVariable = "SWARMPLANE_PROGRESS_STDOUT"
 /** How long a finished job stays listed before Lepton archives it: long enough to be seen by a late pass. */
 export const JobTtlSeconds = 3600
 
@@ -179,7 +184,8 @@ export interface JobInput {
 
 /**
  * The Lepton job of one task attempt: one worker (`completions = parallelism = 1`; a task is one
- * process), with `SHARD_ID`, `NSHARDS`, `ATTEMPT_UID` and `SWARM_ENDPOINT` as every backend sets them.
+ * process), with `SHARD_ID`, `NSHARDS`, `ATTEMPT_UID` and `SWARM_ENDPOINT` as every backend sets them,
+ * and for a batch job `SWARMPLANE_PROGRESS_STDOUT=1` (its progress is read from its log).
  * A leading `swarmplane-agent` in the command is the backend's `agentCommand`.
  * Lepton does not retry it (`max_failure_retry: 0`): a failed attempt is retried by swarmplane as a new
  * attempt, under its failure budget, with a job of its own.
@@ -214,6 +220,7 @@ export function jobBody({
         NSHARDS: String(job.spec.tasks),
         ATTEMPT_UID: attemptUid,
         ...(swarmUrl ? { SWARM_ENDPOINT: swarmUrl } : {}),
+        ...(job.spec.batch ? { [ProgressStdoutVariable]: "1" } : {}),
       }),
       mounts: mountsOf(config),
       image_pull_secrets: [...config.imagePullSecrets],
