@@ -154,3 +154,20 @@ describe("kinds", () => {
     expect(lines("name: x\n").errors).toEqual([expect.stringContaining("pass --kind swarm|job|backend")])
   })
 })
+
+test("a domyn Lepton file's backend fields are left for up to check, each at its line and column", () => {
+  const { spec, errors } = lines(
+    "name: x\nmodel: m\nbackend:\n  type: lepton\n  workspace_id: ws1\n  endpoint:\n    allowed_dedicated_node_groups: [ng-1]\n",
+  )
+  expect(errors).toEqual([])
+  expect(spec.backendChecks).toEqual([
+    { path: ["backend", "workspace_id"], field: "workspaceId", value: "ws1", line: 5, col: 3 },
+    {
+      path: ["backend", "endpoint", "allowed_dedicated_node_groups"],
+      field: "nodeGroup",
+      value: ["ng-1"],
+      line: 7,
+      col: 5,
+    },
+  ])
+})

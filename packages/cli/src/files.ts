@@ -15,6 +15,7 @@ import {
   SwarmRequest,
 } from "@swarmplane/core/contract"
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
+import type { BackendCheck } from "./backend-fields"
 import { CliError, ExitCode } from "./errors"
 import { isRecord } from "./http"
 import { camelize, type Issue, Origins, type Path } from "./normalize"
@@ -40,6 +41,8 @@ export interface SpecFile {
   warnings: Located[]
   /** Where each field of `body` was written in the file. */
   origins: Origins
+  /** Values a domyn-swarm file gives for fields of the registered backend: `up` checks them against it. */
+  backendChecks: (BackendCheck & { line?: number; col?: number })[]
 }
 
 const schemas: Record<Kind, z.ZodType> = {
@@ -66,7 +69,14 @@ export function parseSpec(text: string, file: string, kind?: Kind): SpecFile {
   const lines = new LineCounter()
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true })
   const at = (offset: number | undefined) => (offset === undefined ? {} : lines.linePos(offset))
-  const result: SpecFile = { file, body: {}, errors: [], warnings: [], origins: new Origins() }
+  const result: SpecFile = {
+    file,
+    body: {},
+    errors: [],
+    warnings: [],
+    origins: new Origins(),
+    backendChecks: [],
+  }
   if (doc.errors.length) {
     result.errors = doc.errors.map((e) => ({
       path: [],
@@ -92,7 +102,7 @@ export function parseSpec(text: string, file: string, kind?: Kind): SpecFile {
         "cannot tell whether this is a swarm (has model), job (has command) or backend (has type or config) file: pass --kind swarm|job|backend",
     })
   } else {
-    const { body, origins, issues } = normalise(result.kind, fields)
+    const { body, origins, issues, checks } = normalise(result.kind, fields)
     result.body = body
     result.origins = origins
     const name = result.kind === "backend" ? body.id : body.name
@@ -100,6 +110,7 @@ export function parseSpec(text: string, file: string, kind?: Kind): SpecFile {
     const all = [...issues, ...validateBody(result.kind, body, origins)]
     result.errors.push(...all.filter((i) => !i.warning))
     result.warnings = all.filter((i) => i.warning)
+    result.backendChecks = checks
   }
   const place = (issue: Located): Located => ({
     ...issue,
@@ -108,6 +119,14 @@ export function parseSpec(text: string, file: string, kind?: Kind): SpecFile {
   const byPosition = (a: Located, b: Located) => (a.line ?? 0) - (b.line ?? 0) || (a.col ?? 0) - (b.col ?? 0)
   result.errors = result.errors.map(place).sort(byPosition)
   result.warnings = result.warnings.map(place).sort(byPosition)
+  result.backendChecks = result.backendChecks.map((check) => ({
+    ...check,
+    ...positionOf(
+      doc.contents,
+      { path: check.path.slice(0, -1), key: String(check.path.at(-1)), message: "" },
+      at,
+    ),
+  }))
   return result
 }
 
@@ -124,7 +143,7 @@ export function detectKind(fields: Record<string, unknown>): Kind | undefined {
 function normalise(
   kind: Kind,
   fields: Record<string, unknown>,
-): { body: Record<string, unknown>; origins: Origins; issues: Issue[] } {
+): { body: Record<string, unknown>; origins: Origins; issues: Issue[]; checks: BackendCheck[] } {
   if (kind === "swarm") return normaliseSwarm(fields)
   const origins = new Origins()
   const issues: Issue[] = []
@@ -136,10 +155,10 @@ function normalise(
       ...(id === undefined ? {} : { id }),
       config: camelize(config, ["config"], [], origins, issues),
     }
-    return { body, origins, issues }
+    return { body, origins, issues, checks: [] }
   }
   const body = camelize(fields, [], [], origins, issues) as Record<string, unknown>
-  return { body, origins, issues }
+  return { body, origins, issues, checks: [] }
 }
 
 /** Schema issues at the paths the user wrote, in the API's words; one per unknown field. */

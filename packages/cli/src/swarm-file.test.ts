@@ -79,6 +79,35 @@ const mapping: Record<string, { domyn: Record<string, unknown>; swarmplane: Reco
       serving: { lepton: { resourceShape: "gpu.8xh100-80gb" } },
     },
   },
+  "backend lepton: endpoint.env wins over backend.env, whichever is written first": {
+    domyn: {
+      env: { A: "top", B: "top" },
+      backend: { type: "lepton", endpoint: { env: { A: "endpoint" } }, env: { A: "backend", B: "backend" } },
+    },
+    swarmplane: { backendType: "lepton", env: { A: "endpoint", B: "backend" } },
+  },
+  "backend lepton: empty allowed_nodes and null secrets are domyn's defaults, accepted": {
+    domyn: {
+      backend: {
+        type: "lepton",
+        endpoint: { allowed_nodes: [], image_pull_secrets: null, api_token_secret_name: null, mounts: [] },
+      },
+    },
+    swarmplane: { backendType: "lepton" },
+  },
+  "backend lepton: gpus_per_replica is vLLM's --tensor-parallel-size before the args, as domyn-swarm starts it":
+    {
+      domyn: { gpus_per_replica: 4, args: "--max-model-len 8192", backend: { type: "lepton" } },
+      swarmplane: {
+        gpusPerReplica: 4,
+        args: ["--tensor-parallel-size", "4", "--max-model-len", "8192"],
+        backendType: "lepton",
+      },
+    },
+  "backend lepton: a file's own --tensor-parallel-size is kept as it is": {
+    domyn: { gpus_per_replica: 4, args: "--tensor-parallel-size=2", backend: { type: "lepton" } },
+    swarmplane: { gpusPerReplica: 4, args: ["--tensor-parallel-size=2"], backendType: "lepton" },
+  },
   "backend lepton: the swarm's own image wins over endpoint.image": {
     domyn: { image: "mine:1", backend: { type: "lepton", endpoint: { image: "theirs:2" } } },
     swarmplane: { image: "mine:1", backendType: "lepton" },
@@ -129,9 +158,30 @@ const problems: Record<string, { domyn: Record<string, unknown>; issues: Partial
     domyn: { mem_per_replica: "lots" },
     issues: [{ path: ["mem_per_replica"], message: expect.stringContaining("must be a size") }],
   },
-  "lepton workspace_id belongs on the backend": {
-    domyn: { backend: { type: "lepton", workspace_id: "ws1" } },
-    issues: [{ path: ["backend", "workspace_id"], message: expect.stringContaining("`workspaceId`") }],
+  "lepton endpoint.allowed_nodes: replicas cannot be pinned to nodes": {
+    domyn: { backend: { type: "lepton", endpoint: { allowed_nodes: ["node-1"] } } },
+    issues: [
+      {
+        path: ["backend", "endpoint", "allowed_nodes"],
+        message: expect.stringContaining("cannot pin replicas to nodes"),
+      },
+    ],
+  },
+  "lepton node groups are a list of names": {
+    domyn: { backend: { type: "lepton", endpoint: { allowed_dedicated_node_groups: "ng-1" } } },
+    issues: [
+      { path: ["backend", "endpoint", "allowed_dedicated_node_groups"], message: "must be a list of names" },
+    ],
+  },
+  "lepton workspace_id is a string": {
+    domyn: { backend: { type: "lepton", workspace_id: 42 } },
+    issues: [{ path: ["backend", "workspace_id"], message: "must be a string" }],
+  },
+  "an unknown field under lepton job": {
+    domyn: { backend: { type: "lepton", job: { gpus: 8 } } },
+    issues: [
+      { path: ["backend", "job"], key: "gpus", message: expect.stringContaining('unknown field "gpus"') },
+    ],
   },
 }
 
@@ -262,4 +312,65 @@ test.each([
   ["", []],
 ])("splitArgs(%j)", (text, argv) => {
   expect(splitArgs(text)).toEqual(argv)
+})
+
+describe("domyn-swarm's Lepton file, as its README shows it", () => {
+  const readme = {
+    ...base,
+    backend: {
+      type: "lepton",
+      workspace_id: "j90afpem",
+      endpoint: {
+        image: "vllm/vllm-openai",
+        allowed_dedicated_node_groups: ["nv-domyn-nebius-h200-01-lznuhuob"],
+        resource_shape: "gpu.4xh200",
+        env: { HF_HOME: "/mnt/lepton-shared-fs/hf_home/" },
+        mounts: [{ path: "/", from: "node-nfs:lepton-shared-fs", mount_path: "/mnt/lepton-shared-fs" }],
+        api_token_secret_name: "endpoint-token",
+        image_pull_secrets: ["registry"],
+      },
+      job: {
+        allowed_dedicated_node_groups: ["nv-domyn-nebius-h200-01-lznuhuob"],
+        image: "igeniusai/domyn-swarm:latest",
+      },
+    },
+  }
+
+  test("maps onto the swarm, and leaves the backend's fields for up to check against the backend", () => {
+    const { body, issues, checks } = normaliseSwarm(readme)
+    expect(issues.filter((i) => !i.warning)).toEqual([])
+    expect(body).toEqual({
+      ...base,
+      backendType: "lepton",
+      image: "vllm/vllm-openai",
+      env: { HF_HOME: "/mnt/lepton-shared-fs/hf_home/" },
+      serving: { lepton: { resourceShape: "gpu.4xh200" } },
+    })
+    expect(checks.map((c) => [c.path.join("."), c.field])).toEqual([
+      ["backend.workspace_id", "workspaceId"],
+      ["backend.endpoint.allowed_dedicated_node_groups", "nodeGroup"],
+      ["backend.endpoint.mounts", "mounts"],
+      ["backend.endpoint.api_token_secret_name", "endpointTokenSecret"],
+      ["backend.endpoint.image_pull_secrets", "imagePullSecrets"],
+    ])
+  })
+
+  test("its job section is a warning per field saying where each goes", () => {
+    const { issues } = normaliseSwarm(readme)
+    expect(issues.filter((i) => i.warning).map((i) => [i.path.join("."), i.message])).toEqual([
+      ["backend.job.allowed_dedicated_node_groups", expect.stringContaining("its `nodeGroup`")],
+      ["backend.job.image", expect.stringContaining("swarmplane job submit --image IMAGE")],
+    ])
+  })
+})
+
+test("the tensor-parallel flag of a domyn Lepton file points at gpus_per_replica; the file's args keep their places", () => {
+  const { origins } = normaliseSwarm({
+    ...base,
+    gpus_per_replica: 2,
+    args: ["--a", "--b"],
+    backend: { type: "lepton" },
+  })
+  expect(origins.source(["args", 0])).toEqual(["gpus_per_replica"])
+  expect(origins.source(["args", 3])).toEqual(["args", 1])
 })

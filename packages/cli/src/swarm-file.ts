@@ -2,9 +2,12 @@
  * Swarm files: swarmplane's own fields (camelCase or snake_case) and domyn-swarm's config format
  * (`gpus_per_replica`, `cpus_per_task`, `mem_per_cpu`, `args` as a string, `backend: { type, ... }`),
  * normalised into a `SwarmRequest` body. The mapping is the table in docs/cli.md. domyn-swarm fields
- * that swarmplane keeps on the registered backend are errors that say where they go; fields swarmplane
- * does itself (node packing, nginx, Ray) are ignored with a warning; anything else is an unknown field.
+ * that swarmplane keeps on the registered backend are errors that say where they go (Lepton's are
+ * `checks` that `up` compares with the backend it runs on); fields swarmplane cannot honour are errors
+ * that say why; fields swarmplane does itself (node packing, nginx, Ray) are ignored with a warning;
+ * anything else is an unknown field.
  */
+import { asksNothing, type BackendCheck, shapeProblem } from "./backend-fields"
 import { isRecord } from "./http"
 import { camelize, camelizeField, camelKey, type Issue, Origins, type Path, sameField } from "./normalize"
 import { placementOf } from "./sizing"
@@ -14,6 +17,8 @@ export interface Normalised {
   body: Record<string, unknown>
   origins: Origins
   issues: Issue[]
+  /** Values the file gives for fields of the registered backend, for `up` to check against it. */
+  checks: BackendCheck[]
 }
 
 /** domyn-swarm top-level fields swarmplane does itself: ignored, with a warning. */
@@ -30,6 +35,7 @@ const SizingFields = ["gpus_per_node", "replicas_per_node", "nodes"] as const
 export function normaliseSwarm(raw: Record<string, unknown>): Normalised {
   const origins = new Origins()
   const issues: Issue[] = []
+  const checks: BackendCheck[] = []
   const body: Record<string, unknown> = {}
   const from = new Map<string, string>() // target field → the key the user wrote
   const put = (field: string, value: unknown, source: Path) => {
@@ -80,9 +86,10 @@ export function normaliseSwarm(raw: Record<string, unknown>): Normalised {
     body.args = [...args, "--revision", revision[0]]
     origins.set(["args", args.length + 1], revision[1])
   }
-  if ("backend" in raw) mapBackend(raw.backend, body, origins, issues, put)
+  if ("backend" in raw) mapBackend(raw.backend, body, origins, issues, checks, put)
+  if ("gpus_per_replica" in raw && body.backendType === "lepton") tensorParallel(body, origins)
   if (Object.keys(sizing).length) applySizing(sizing, body, origins, issues)
-  return { body, origins, issues }
+  return { body, origins, issues, checks }
 }
 
 /** `backend: { type, id?, ... }` → `backendId` and `serving.<type>`, by the rules of that type. */
@@ -91,6 +98,7 @@ function mapBackend(
   body: Record<string, unknown>,
   origins: Origins,
   issues: Issue[],
+  checks: BackendCheck[],
   put: (field: string, value: unknown, source: Path) => void,
 ): void {
   if (!isRecord(backend)) {
@@ -121,7 +129,11 @@ function mapBackend(
   const serving = isRecord(body.serving) ? body.serving : {}
   const options: Record<string, unknown> = isRecord(serving[kind]) ? { ...serving[kind] } : {}
   const apply = (rules: Record<string, Rule> | undefined, fields: Record<string, unknown>, at: Path) => {
-    for (const [key, value] of Object.entries(fields)) {
+    // Nested sections last, so that their env wins over the section around them as in domyn-swarm
+    // (`backend.endpoint.env` over `backend.env`) whichever is written first.
+    const nested = (key: string) => Number(rules?.[key] !== undefined && "nested" in rules[key])
+    const entries = Object.entries(fields).sort(([a], [b]) => nested(a) - nested(b))
+    for (const [key, value] of entries) {
       const source = [...at, key]
       const rule = rules ? rules[key] : { serving: camelKey(key) }
       if (!rule) {
@@ -140,7 +152,15 @@ function mapBackend(
         if (isRecord(value)) apply(rule.nested, value, source)
         else issues.push({ path: source, message: "must be an object" })
       } else if ("top" in rule) mergeTop(rule.top, value, source, body, origins, issues)
-      else if ("backend" in rule)
+      else if ("matches" in rule) {
+        if (asksNothing(value)) continue
+        const problem = shapeProblem(rule.matches, value)
+        if (problem) issues.push({ path: source, message: problem })
+        else checks.push({ path: source, field: rule.matches, value })
+      } else if ("refused" in rule) {
+        if (!(rule.accepts === "empty" && asksNothing(value)))
+          issues.push({ path: source, message: rule.refused })
+      } else if ("backend" in rule)
         issues.push({
           path: source,
           message: `swarmplane keeps this on the registered ${kind} backend, not on the swarm: set ${rule.backend} in its config (swarmplane backend add -f backend.yaml) and remove it here`,
@@ -153,6 +173,25 @@ function mapBackend(
     if (!isRecord(serving[kind])) origins.set(["serving", kind], ["backend"])
     body.serving = { ...serving, [kind]: options }
   }
+}
+
+/**
+ * domyn-swarm's Lepton backend starts vLLM with `--tensor-parallel-size` = `gpus_per_replica` before
+ * the file's `args`; swarmplane's runs the args as given (the resource shape decides the GPUs), so a
+ * domyn file gets the flag in `args`, unless it sets one, runs its own command or the echo server.
+ */
+function tensorParallel(body: Record<string, unknown>, origins: Origins): void {
+  const gpus = body.gpusPerReplica
+  const args = Array.isArray(body.args) ? body.args : []
+  if (typeof gpus !== "number" || !Number.isInteger(gpus) || gpus < 1) return
+  if (body.command !== undefined || body.model === "echo") return
+  if (args.some((a) => typeof a === "string" && /^--tensor-parallel-size(=|$)|^-tp$/.test(a))) return
+  body.args = ["--tensor-parallel-size", String(gpus), ...args]
+  // Each argument keeps pointing at what the user wrote: the flag at gpus_per_replica, theirs shifted by 2.
+  const shifted = args.map((_, i) => origins.source(["args", i]))
+  origins.set(["args", 0], ["gpus_per_replica"])
+  origins.set(["args", 1], ["gpus_per_replica"])
+  for (const [i, source] of shifted.entries()) origins.set(["args", i + 2], source)
 }
 
 /** `image` (only when the swarm names none) and `env` (merged, later wins) from backend sections. */

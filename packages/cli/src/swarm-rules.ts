@@ -1,11 +1,22 @@
 /**
  * How each domyn-swarm `backend:` field of a swarm file maps onto swarmplane (docs/cli.md has the same
  * table): onto `serving.<type>` options, onto the swarm's own fields, onto the registered backend's
- * config (an error that says where it goes), or ignored because swarmplane does that itself.
+ * config (an error that says where it goes, or for Lepton a value `up` checks against the backend it
+ * runs on), refused because swarmplane cannot honour it, or ignored because swarmplane does that itself.
  */
 
 export const ServingTypes = ["slurm", "lepton", "eks", "workers"] as const
 export type ServingType = (typeof ServingTypes)[number]
+
+/** Lepton backend config fields a domyn-swarm file may name, checked by `backend-fields.ts`. */
+export const BackendFields = [
+  "workspaceId",
+  "nodeGroup",
+  "mounts",
+  "endpointTokenSecret",
+  "imagePullSecrets",
+] as const
+export type BackendField = (typeof BackendFields)[number]
 
 export type Rule =
   /** → `serving.<type>.<field>` */
@@ -14,6 +25,10 @@ export type Rule =
   | { top: "image" | "env" }
   /** set on the registered backend instead: an error naming the backend field */
   | { backend: string }
+  /** kept on the registered backend; `up` checks the file's value against the backend it runs on */
+  | { matches: BackendField }
+  /** swarmplane cannot honour a value other than `accepts` (empty: domyn's default): an error saying why */
+  | { refused: string; accepts?: "empty" }
   /** swarmplane does this itself: a warning */
   | { ignored: string }
   /** an object whose fields have their own rules */
@@ -76,22 +91,45 @@ const slurm: Record<string, Rule> = {
   },
 }
 
+/** Where a domyn-swarm `job:` field goes: it configures jobs, which swarmplane takes one by one. */
+const forJobs = (where: string): Rule => ({
+  ignored: `job settings are not part of a swarm: ${where}`,
+})
+
 const lepton: Record<string, Rule> = {
-  workspace_id: { backend: "`workspaceId`" },
+  workspace_id: { matches: "workspaceId" },
   resource_shape: { serving: "resourceShape" },
   resourceShape: { serving: "resourceShape" },
   env: { top: "env" },
-  job: { ignored: "job settings belong to each job (swarmplane job submit --image ..., or a job file)" },
   endpoint: {
     nested: {
       resource_shape: { serving: "resourceShape" },
       image: { top: "image" },
       env: { top: "env" },
-      allowed_dedicated_node_groups: { backend: "`nodeGroup`" },
-      mounts: { backend: "`mounts`" },
-      api_token_secret_name: { backend: "`endpointTokenSecret`" },
-      image_pull_secrets: { backend: "`imagePullSecrets`" },
-      allowed_nodes: { ignored: "swarmplane does not pin replicas to nodes" },
+      allowed_dedicated_node_groups: { matches: "nodeGroup" },
+      mounts: { matches: "mounts" },
+      api_token_secret_name: { matches: "endpointTokenSecret" },
+      image_pull_secrets: { matches: "imagePullSecrets" },
+      allowed_nodes: {
+        refused:
+          "swarmplane cannot pin replicas to nodes: they run anywhere in the backend's node group (`nodeGroup`); remove it, or register a backend on a node group that holds only those nodes",
+        accepts: "empty",
+      },
+    },
+  },
+  job: {
+    nested: {
+      image: forJobs(
+        "give each job its image (swarmplane job submit --image IMAGE, or `image` in a job file)",
+      ),
+      env: forJobs("give each job its env (swarmplane job submit --env NAME=VALUE, or `env` in a job file)"),
+      resource_shape: forJobs("jobs on a lepton backend run with its `resourceShape`"),
+      allowed_dedicated_node_groups: forJobs("jobs on a lepton backend run in its `nodeGroup`"),
+      allowed_nodes: forJobs(
+        "swarmplane does not pin jobs to nodes; they run anywhere in the backend's `nodeGroup`",
+      ),
+      mounts: forJobs("jobs on a lepton backend get its `mounts`"),
+      image_pull_secrets: forJobs("jobs on a lepton backend use its `imagePullSecrets`"),
     },
   },
 }

@@ -7,6 +7,7 @@ import { client, common, examples, integer, note, out, outputOption, readSpec, s
 import { age, block } from "../output"
 import { eventTable, replicaTable, swarmPairs, swarmSummary, swarmTable } from "../views"
 import { waitForSwarm } from "./swarm-wait"
+import { checkUpBackend } from "./up-backend-check"
 
 export function swarmCommands(program: Command, ctx: Ctx): void {
   examples(
@@ -37,6 +38,7 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
         ...(o.backend ? { backendId: o.backend } : {}),
       }
       const api = await client(ctx, cmd)
+      await checkUpBackend(ctx, api, spec, body)
       const { swarm, created } = await api.applySwarm(body as SwarmBody)
       let result = swarm
       if (o.wait)
