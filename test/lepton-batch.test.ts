@@ -62,13 +62,7 @@ function checkpointed(out: string, shard: number, attemptUid: string): OutLine[]
 test("batch inference on Lepton: 1,000 rows over 4 shards, each once, after one shard's worker is killed mid-run; progress shows as it runs", {
   timeout: 90_000,
 }, async () => {
-  const created = await l.p.call("POST", "/v1/swarms", {
-    name: "lep-batch-echo",
-    backendId: "lep-batch",
-    model: "echo",
-    replicas: 1,
-  })
-  expect(created.status, JSON.stringify(created.json)).toBe(202)
+  await l.applySwarm("lep-batch", { name: "lep-batch-echo", model: "echo", replicas: 1 })
 
   // Long prompts and one request in flight per shard keep each shard running long enough to be killed
   // between its first checkpoint and its end.

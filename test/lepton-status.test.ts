@@ -117,21 +117,8 @@ describe("swarms placed by node group", () => {
   test("a swarm on a backend naming its group by name is RUNNING, its deployment placed on the group's id; scaled to 0 it is STOPPED, and scaled up it serves again", {
     timeout: 150_000,
   }, async () => {
-    const created = await l.p.call("POST", "/v1/swarms", {
-      name: "ng-echo",
-      backendId: "lep",
-      model: "echo",
-      replicas: 1,
-    })
-    expect(created.status, JSON.stringify(created.json)).toBe(202)
-    const running = await until(
-      "the swarm to be RUNNING",
-      async () => {
-        const s = await swarmOf("ng-echo")
-        return s.phase === "RUNNING" && s
-      },
-      60_000,
-    )
+    await l.applySwarm("lep", { name: "ng-echo", model: "echo", replicas: 1 })
+    const running = await l.running("ng-echo")
     const deployment: string = running.handle.meta.deployment
     expect(l.fake.placements.filter((p) => p.kind === "deployment" && p.id === deployment)).toEqual([
       { kind: "deployment", id: deployment, nodeGroups: ["ng-fake0001"] },
@@ -141,8 +128,8 @@ describe("swarms placed by node group", () => {
       allowed_dedicated_node_groups: ["ng-fake0001"],
     })
 
-    const spec = { name: "ng-echo", backendId: "lep", model: "echo" }
-    expect((await l.p.call("POST", "/v1/swarms", { ...spec, replicas: 0 })).status).toBe(202)
+    const spec = { name: "ng-echo", model: "echo" }
+    await l.applySwarm("lep", { ...spec, replicas: 0 })
     const stopped = await until(
       "the swarm scaled to 0 to be STOPPED",
       async () => {
@@ -156,15 +143,8 @@ describe("swarms placed by node group", () => {
     expect(stopped.url).toBeUndefined()
     expect((await l.lepton("GET", `/deployments/${deployment}`)).body.status.state).toBe("Stopped")
 
-    expect((await l.p.call("POST", "/v1/swarms", { ...spec, replicas: 1 })).status).toBe(202)
-    const again = await until(
-      "the swarm scaled up again to be RUNNING",
-      async () => {
-        const s = await swarmOf("ng-echo")
-        return s.phase === "RUNNING" && s.observedGeneration === s.generation && s
-      },
-      60_000,
-    )
+    await l.applySwarm("lep", { ...spec, replicas: 1 })
+    const again = await l.running("ng-echo")
     expect(again.url).toBe(running.url)
     // One deployment throughout: scaling is a PATCH of the same one.
     expect(
@@ -183,13 +163,7 @@ describe("swarms placed by node group", () => {
   }, async () => {
     await l.register("lep-nowhere", { nodeGroup: "no-such-swarm-pool" })
     const postsBefore = deploymentPosts()
-    const created = await l.p.call("POST", "/v1/swarms", {
-      name: "ng-nowhere",
-      backendId: "lep-nowhere",
-      model: "echo",
-      replicas: 1,
-    })
-    expect(created.status, JSON.stringify(created.json)).toBe(202)
+    await l.applySwarm("lep-nowhere", { name: "ng-nowhere", model: "echo", replicas: 1 })
     const waiting = await until(
       "the swarm to say why it waits",
       async () => {

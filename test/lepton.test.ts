@@ -111,21 +111,8 @@ describe("swarms", () => {
   test("an echo swarm comes up RUNNING and answers at its URL; 3 replicas is one PATCH; DELETE removes the deployment", {
     timeout: 90_000,
   }, async () => {
-    const created = await l.p.call("POST", "/v1/swarms", {
-      name: "lep-echo",
-      backendId: "lep",
-      model: "echo",
-      replicas: 1,
-    })
-    expect(created.status, JSON.stringify(created.json)).toBe(202)
-    const serving = await until(
-      "the swarm to be RUNNING",
-      async () => {
-        const s = (await l.p.call("GET", "/v1/swarms/lep-echo?wait=RUNNING&timeoutS=10")).json
-        return s.phase === "RUNNING" && s
-      },
-      45_000,
-    )
+    await l.applySwarm("lep", { name: "lep-echo", model: "echo", replicas: 1 })
+    const serving = await l.running("lep-echo")
     const name: string = serving.handle.meta.deployment
     const reply = await fetch(`${serving.url}/v1/chat/completions`, {
       method: "POST",
@@ -134,13 +121,7 @@ describe("swarms", () => {
     }).then((r) => r.json())
     expect(reply.choices[0].message.content).toBe("echo: from lepton")
 
-    const scaled = await l.p.call("POST", "/v1/swarms", {
-      name: "lep-echo",
-      backendId: "lep",
-      model: "echo",
-      replicas: 3,
-    })
-    expect(scaled.status, JSON.stringify(scaled.json)).toBe(202)
+    await l.applySwarm("lep", { name: "lep-echo", model: "echo", replicas: 3 })
     const three = await until(
       "three replicas ready on the new generation",
       async () => {
@@ -185,21 +166,8 @@ describe("swarm endpoint token", () => {
     l.fake.setSecret("swarm-endpoint-token", token)
     l.secret("swarm-endpoint-token", token)
     await l.register("lep-tok", { endpointTokenSecret: "swarm-endpoint-token" })
-    const created = await l.p.call("POST", "/v1/swarms", {
-      name: "lep-private",
-      backendId: "lep-tok",
-      model: "echo",
-      replicas: 1,
-    })
-    expect(created.status, JSON.stringify(created.json)).toBe(202)
-    const serving = await until(
-      "the private swarm to be RUNNING",
-      async () => {
-        const s = (await l.p.call("GET", "/v1/swarms/lep-private?wait=RUNNING&timeoutS=10")).json
-        return s.phase === "RUNNING" && s
-      },
-      45_000,
-    )
+    await l.applySwarm("lep-tok", { name: "lep-private", model: "echo", replicas: 1 })
+    const serving = await l.running("lep-private")
     const chat = (headers: Record<string, string>) =>
       fetch(`${serving.url}/v1/chat/completions`, {
         method: "POST",

@@ -26,6 +26,11 @@ export interface LeptonPlane {
   submit(backendId: string, spec: Record<string, unknown>): Promise<string>
   // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
   finished(id: string, timeoutMs?: number): Promise<any>
+  /** Create or update a swarm (`POST /v1/swarms`, 202 expected) on `backendId`. */
+  applySwarm(backendId: string, spec: Record<string, unknown>): Promise<void>
+  /** The swarm, once RUNNING at its latest generation (what an update asked for is served). */
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
+  running(name: string, timeoutMs?: number): Promise<any>
   /** A call to the fake's workspace API with its token. */
   // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
   lepton(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
@@ -109,6 +114,19 @@ export async function leptonPlane(options: FakeLeptonOptions = {}): Promise<Lept
         async () => {
           const j = await job(id)
           return ["SUCCEEDED", "FAILED", "CANCELLED"].includes(j.status) && j
+        },
+        timeoutMs,
+      ),
+    async applySwarm(backendId, spec) {
+      const res = await call("POST", "/v1/swarms", { backendId, ...spec })
+      expect(res.status, JSON.stringify(res.json)).toBe(202)
+    },
+    running: (name, timeoutMs = 60_000) =>
+      until(
+        `swarm ${name} to be RUNNING`,
+        async () => {
+          const s = (await call("GET", `/v1/swarms/${name}?wait=RUNNING&timeoutS=10`)).json
+          return s.phase === "RUNNING" && s.observedGeneration === s.generation && s
         },
         timeoutMs,
       ),
