@@ -2,7 +2,8 @@
  * The fake Lepton's HTTP surface (Part A of the backend contracts): the workspace-scoped API under
  * `/api/v2/workspaces/{workspace_id}` with bearer auth (401 missing or wrong token, 403 a token of
  * another workspace, 404 an unknown workspace), errors as `{code, message}`, injected faults (429 with
- * `Retry-After`, 500, 503) for testing a client's retries, and the deployments' endpoints under
+ * `Retry-After`, 500, 503; before serving, or after it as a lost answer; slow answers) for testing a
+ * client's retries and a backend's fault runs, and the deployments' endpoints under
  * `/endpoints/{workspace_id}/{deployment}`.
  */
 import { Hono } from "hono"
@@ -11,16 +12,33 @@ import type { Jobs, QueryMode } from "./jobs"
 import type { NodeGroups } from "./node-groups"
 import { type Json, LeptonError, type Workspace } from "./state"
 
-/** A fault the next matching requests answer with, instead of being served. */
+/** A request as a fault's `when` sees it: one object per request, whichever faults it is shown to. */
+export interface FaultRequest {
+  method: string
+  /** The path after the workspace base, e.g. `/jobs/abc`. */
+  path: string
+}
+
+/**
+ * A fault the next matching requests answer with, instead of being served; with `after`, once they
+ * were served (the request took effect, its answer is lost); with only `delayMs`, they are served late.
+ */
 export interface Fault {
-  /** How many requests it answers (default 1). */
+  /** How many requests it answers (default 1; `Infinity` for every matching one). */
   count?: number
-  status: 429 | 500 | 503
+  /** The status answered; none: the request is served as usual, `delayMs` late. */
+  status?: 429 | 500 | 503
   /** For a 429: the `Retry-After` seconds (default 1). */
   retryAfterSeconds?: number
   method?: string
   /** Matches the path after the workspace base (e.g. `/jobs`): a prefix, or a RegExp. */
   path?: string | RegExp
+  /** Serve the request first, then answer with `status`: a create that landed whose answer was lost. */
+  after?: boolean
+  /** Answer this many ms later (a slow Lepton): before serving, or with `after` once served. */
+  delayMs?: number | ((request: FaultRequest) => number)
+  /** Only the requests this accepts (a test's seeded dice); one it declines does not use up `count`. */
+  when?: (request: FaultRequest) => boolean
 }
 
 export interface FakeLeptonState {
@@ -61,12 +79,11 @@ export function fakeLeptonApp(s: FakeLeptonState): Hono {
   app.use("/api/v2/workspaces/:ws/*", async (c, next) => {
     const path = c.req.path.slice(`/api/v2/workspaces/${c.req.param("ws")}`.length)
     s.requests.push({ method: c.req.method, path })
-    const fault = takeFault(s.faults, c.req.method, path)
-    if (fault) {
-      const headers: Record<string, string> =
-        fault.status === 429 ? { "Retry-After": String(fault.retryAfterSeconds ?? 1) } : {}
-      const code = fault.status === 429 ? "TooManyRequests" : "ServiceUnavailable"
-      return Response.json({ code, message: `injected ${fault.status}` }, { status: fault.status, headers })
+    const request: FaultRequest = { method: c.req.method, path }
+    const fault = takeFault(s.faults, request)
+    if (fault && !fault.after) {
+      await delay(fault, request)
+      if (fault.status !== undefined) return faultAnswer(fault.status, fault.retryAfterSeconds)
     }
     const ws = c.req.param("ws")
     const auth = c.req.header("authorization") ?? ""
@@ -74,10 +91,16 @@ export function fakeLeptonApp(s: FakeLeptonState): Hono {
     if (ws !== s.ws.id && !s.others.has(ws))
       throw new LeptonError(404, "NotFound", `workspace ${ws} not found`)
     const own = ws === s.ws.id ? s.token : s.others.get(ws)
-    if (token === own) return next()
-    const elsewhere = token !== undefined && [s.token, ...s.others.values()].includes(token)
-    if (elsewhere) throw new LeptonError(403, "Forbidden", "the token is not valid for this workspace")
-    throw new LeptonError(401, "Unauthorized", "missing or invalid token")
+    if (token !== own) {
+      const elsewhere = token !== undefined && [s.token, ...s.others.values()].includes(token)
+      if (elsewhere) throw new LeptonError(403, "Forbidden", "the token is not valid for this workspace")
+      throw new LeptonError(401, "Unauthorized", "missing or invalid token")
+    }
+    await next()
+    if (fault?.after) {
+      await delay(fault, request)
+      if (fault.status !== undefined) c.res = faultAnswer(fault.status, fault.retryAfterSeconds)
+    }
   })
 
   // The workspace resolver (the gateway's own route, under the same auth).
@@ -166,17 +189,31 @@ export function fakeLeptonApp(s: FakeLeptonState): Hono {
   return app
 }
 
-function takeFault(faults: Fault[], method: string, path: string): Fault | undefined {
+function takeFault(faults: Fault[], request: FaultRequest): Fault | undefined {
+  const { method, path } = request
   const i = faults.findIndex(
     (f) =>
       (f.method === undefined || f.method.toUpperCase() === method) &&
-      (f.path === undefined || (typeof f.path === "string" ? path.startsWith(f.path) : f.path.test(path))),
+      (f.path === undefined || (typeof f.path === "string" ? path.startsWith(f.path) : f.path.test(path))) &&
+      (f.when?.(request) ?? true),
   )
   const fault = faults[i]
   if (!fault) return undefined
   fault.count = (fault.count ?? 1) - 1
   if (fault.count <= 0) faults.splice(i, 1)
   return fault
+}
+
+/** An injected fault's answer: a 429 with `Retry-After`, or a 5xx, as `{code, message}`. */
+function faultAnswer(status: 429 | 500 | 503, retryAfterSeconds = 1): Response {
+  const headers: Record<string, string> = status === 429 ? { "Retry-After": String(retryAfterSeconds) } : {}
+  const code = status === 429 ? "TooManyRequests" : "ServiceUnavailable"
+  return Response.json({ code, message: `injected ${status}` }, { status, headers })
+}
+
+async function delay(fault: Fault, request: FaultRequest): Promise<void> {
+  const ms = typeof fault.delayMs === "function" ? fault.delayMs(request) : (fault.delayMs ?? 0)
+  if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 async function body(request: Request): Promise<Json> {

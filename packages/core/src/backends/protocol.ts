@@ -61,6 +61,12 @@ export interface ScheduleResult {
 /** Attempts persisted as ASSIGNED but not yet on the substrate (no `target`): submit or adopt them. */
 export interface LaunchRequest {
   attempts: TaskRef[]
+  /**
+   * The pass holds its lease until this clock time (ms since the epoch): the backend starts no submit
+   * after it and cuts its calls off there, deferring the rest. Past it another pass may hold the lease
+   * and launch the same attempts; a submit of this one still going on would make them twice.
+   */
+  deadline?: number
 }
 
 export interface LaunchResult {

@@ -21,7 +21,7 @@ import {
 import { createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
 import type { NewEvent } from "../store/events"
-import type { Lease } from "../store/leases"
+import { actsUntil, type Lease } from "../store/leases"
 import { FencedError } from "../store/port"
 import { mapLimit } from "../util/concurrency"
 import { BackendError, VisibleError } from "../util/errors"
@@ -297,7 +297,9 @@ async function launch(pass: Pass): Promise<void> {
   const attempts = unsubmitted(pass.snapshot.live(), pass.now)
   if (!attempts.length) return
   guard(pass)
-  await apply(pass, planLaunch(await pass.backend.launch({ attempts }), pass.now))
+  // The backend submits nothing past the lease: another pass may launch these attempts after it.
+  const launched = await pass.backend.launch({ attempts, deadline: actsUntil(pass.lease) })
+  await apply(pass, planLaunch(launched, pass.now))
 }
 
 /** After the commit: stop what was stopped, prune dead workers, record the backend's health. */

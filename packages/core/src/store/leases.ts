@@ -28,6 +28,12 @@ export interface Lease {
   lastPassAt?: number
 }
 
+/** A holder acts under its lease only while this much of it is left (the expiry seen on another clock). */
+export const LeaseMarginMs = 5_000
+
+/** The last clock time at which `lease`'s holder may still act under it. */
+export const actsUntil = (lease: Pick<Lease, "expiresAt">) => lease.expiresAt - LeaseMarginMs
+
 export function Leases(store: StateStore, clock: Clock) {
   return {
     /** Take the lease if it is free or expired; undefined while anyone holds it. `owner` is for diagnosis only. */
@@ -68,7 +74,7 @@ export function Leases(store: StateStore, clock: Clock) {
     },
 
     /** Whether the lease is still ours to act under (with `marginMs` to spare). */
-    valid(lease: Lease, marginMs = 5_000): boolean {
+    valid(lease: Lease, marginMs = LeaseMarginMs): boolean {
       return clock.now() < lease.expiresAt - marginMs
     },
 

@@ -17,6 +17,7 @@ import { iso } from "../../util/clock"
 import { BackendError, VisibleError } from "../../util/errors"
 import type {
   BackendDeps,
+  LaunchRequest,
   LaunchResult,
   ReconcileResult,
   ReportsHealth,
@@ -96,7 +97,9 @@ export function LeptonBackend(
   runtime: BackendDeps,
 ): TaskBackend & ServingBackend & ReportsHealth {
   const { project, id: backendId, config } = backend
-  const deadline = runtime.clock.now() + InvocationBudgetMs
+  const budgetEnds = runtime.clock.now() + InvocationBudgetMs
+  /** No call runs past this: the invocation's budget, brought forward to its pass's lease by a launch. */
+  let deadline = budgetEnds
   let made: Promise<LeptonClient> | undefined
   let endpointToken: Promise<string | undefined> | undefined
   /** What this invocation's contacts with Lepton came to (the backend's health). */
@@ -114,7 +117,7 @@ export function LeptonBackend(
         timeoutMs: CallTimeoutMs,
         retries: CallRetries,
         backoffMs: CallBackoffMs,
-        deadline,
+        deadline: () => deadline,
       }),
     )
     return made
@@ -231,6 +234,81 @@ export function LeptonBackend(
     }
   }
 
+  /** `launch` under its deadline (see there). */
+  async function launchAttempts(request: LaunchRequest): Promise<LaunchResult> {
+    const attempts = request.attempts.filter((ref) => lastAttempt(ref)?.submission)
+    const result: Required<LaunchResult> = { launched: [], failed: [], deferred: [] }
+    if (!attempts.length) return result
+    let index: JobIndex
+    try {
+      index = await listJobs()
+    } catch (error) {
+      if (!(error instanceof BackendError || error instanceof VisibleError)) throw error
+      for (const ref of attempts) result.deferred.push({ ref, message: error.message })
+      return result
+    }
+    let away: string | undefined
+    const swarmUrls = new Map<string, string | undefined>()
+    for (const ref of attempts) {
+      const attempt = lastAttempt(ref)!
+      const found = index.byName.get(attempt.submission!)
+      if (found) {
+        if (attempt.target !== found.metadata.id)
+          runtime.logger.info(
+            `${project} lepton ${backendId}: adopted job ${found.metadata.id} (${attempt.submission}) from an earlier submit`,
+          )
+        result.launched.push({ ref, target: found.metadata.id })
+        continue
+      }
+      if (away) {
+        result.deferred.push({ ref, message: away })
+        continue
+      }
+      let nodeGroupId: string
+      try {
+        nodeGroupId = (await nodeGroup()).metadata.id
+      } catch (error) {
+        if (!(error instanceof LeptonApiError)) throw error
+        away = error.message
+        result.deferred.push({ ref, message: away })
+        continue
+      }
+      const swarm = ref.job.spec.swarm
+      if (swarm && !swarmUrls.has(swarm))
+        swarmUrls.set(swarm, (await runtime.repos.swarms.get(project, swarm))?.url)
+      const body = jobBody({
+        job: ref.job,
+        taskIndex: ref.task.data.index,
+        attemptUid: attempt.attemptUid,
+        config,
+        nodeGroupId,
+        ...(swarm && swarmUrls.get(swarm) ? { swarmUrl: swarmUrls.get(swarm)! } : {}),
+      })
+      try {
+        // A request Lepton refuses is the job's fault, not Lepton's: answered inside the contact, so
+        // the backend stays healthy.
+        const made = await contacting((c) =>
+          c.jobs.create(body).then(
+            (created) => ({ created }),
+            (error: unknown) => {
+              if (error instanceof LeptonApiError && !transient(error)) return { refused: error }
+              throw error
+            },
+          ),
+        )
+        if ("created" in made) result.launched.push({ ref, target: made.created.metadata.id })
+        // A job of that name exists after all (made meanwhile): the next try lists and adopts it.
+        else if (made.refused.status === 409) result.deferred.push({ ref, message: made.refused.message })
+        else result.failed.push({ ref, message: made.refused.message })
+      } catch (error) {
+        if (!(error instanceof LeptonApiError)) throw error
+        away = error.message
+        result.deferred.push({ ref, message: away })
+      }
+    }
+    return result
+  }
+
   return {
     descriptor: {
       backendId,
@@ -266,77 +344,14 @@ export function LeptonBackend(
      * launch (tried again with backoff); a request Lepton refuses (a 4xx) fails the attempt with its words.
      */
     async launch(request): Promise<LaunchResult> {
-      const attempts = request.attempts.filter((ref) => lastAttempt(ref)?.submission)
-      const result: Required<LaunchResult> = { launched: [], failed: [], deferred: [] }
-      if (!attempts.length) return result
-      let index: JobIndex
+      // Nothing is created past the pass's lease (a call still going on is cut off there, and the rest
+      // is deferred): the next holder lists what landed and adopts it instead of creating it again.
+      if (request.deadline !== undefined) deadline = Math.min(budgetEnds, request.deadline)
       try {
-        index = await listJobs()
-      } catch (error) {
-        if (!(error instanceof BackendError || error instanceof VisibleError)) throw error
-        for (const ref of attempts) result.deferred.push({ ref, message: error.message })
-        return result
+        return await launchAttempts(request)
+      } finally {
+        deadline = budgetEnds
       }
-      let away: string | undefined
-      const swarmUrls = new Map<string, string | undefined>()
-      for (const ref of attempts) {
-        const attempt = lastAttempt(ref)!
-        const found = index.byName.get(attempt.submission!)
-        if (found) {
-          if (attempt.target !== found.metadata.id)
-            runtime.logger.info(
-              `${project} lepton ${backendId}: adopted job ${found.metadata.id} (${attempt.submission}) from an earlier submit`,
-            )
-          result.launched.push({ ref, target: found.metadata.id })
-          continue
-        }
-        if (away) {
-          result.deferred.push({ ref, message: away })
-          continue
-        }
-        let nodeGroupId: string
-        try {
-          nodeGroupId = (await nodeGroup()).metadata.id
-        } catch (error) {
-          if (!(error instanceof LeptonApiError)) throw error
-          away = error.message
-          result.deferred.push({ ref, message: away })
-          continue
-        }
-        const swarm = ref.job.spec.swarm
-        if (swarm && !swarmUrls.has(swarm))
-          swarmUrls.set(swarm, (await runtime.repos.swarms.get(project, swarm))?.url)
-        const body = jobBody({
-          job: ref.job,
-          taskIndex: ref.task.data.index,
-          attemptUid: attempt.attemptUid,
-          config,
-          nodeGroupId,
-          ...(swarm && swarmUrls.get(swarm) ? { swarmUrl: swarmUrls.get(swarm)! } : {}),
-        })
-        try {
-          // A request Lepton refuses is the job's fault, not Lepton's: answered inside the contact, so
-          // the backend stays healthy.
-          const made = await contacting((c) =>
-            c.jobs.create(body).then(
-              (created) => ({ created }),
-              (error: unknown) => {
-                if (error instanceof LeptonApiError && !transient(error)) return { refused: error }
-                throw error
-              },
-            ),
-          )
-          if ("created" in made) result.launched.push({ ref, target: made.created.metadata.id })
-          // A job of that name exists after all (made meanwhile): the next try lists and adopts it.
-          else if (made.refused.status === 409) result.deferred.push({ ref, message: made.refused.message })
-          else result.failed.push({ ref, message: made.refused.message })
-        } catch (error) {
-          if (!(error instanceof LeptonApiError)) throw error
-          away = error.message
-          result.deferred.push({ ref, message: away })
-        }
-      }
-      return result
     },
 
     /**

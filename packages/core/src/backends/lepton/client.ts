@@ -45,8 +45,11 @@ export interface LeptonClientOptions {
   sleep?: (ms: number) => Promise<void>
   /** Timeout of one request, ms. */
   timeoutMs?: number
-  /** No request starts, and none runs, past this time (ms since the epoch, on `now`'s clock). */
-  deadline?: number
+  /**
+   * No request starts, and none runs, past this time (ms since the epoch, on `now`'s clock). A function
+   * is read at each request, so its caller may bring it forward (a launch, to its pass's lease).
+   */
+  deadline?: number | (() => number)
   /** Tries after the first one. */
   retries?: number
   /** First backoff, ms; doubled per retry up to `maxBackoffMs`. */
@@ -145,6 +148,8 @@ export function leptonClient(options: LeptonClientOptions): LeptonClient {
   const maxBackoffMs = options.maxBackoffMs ?? 10_000
   const random = options.random ?? Math.random
   const secret = options.token
+  /** The deadline as it stands now (undefined: none). */
+  const deadlineNow = () => (typeof options.deadline === "function" ? options.deadline() : options.deadline)
 
   /** Never let the token through, even if a server or a runtime echoes it back. */
   const scrub = (text: string) => (secret ? text.split(secret).join("***") : text)
@@ -231,7 +236,8 @@ export function leptonClient(options: LeptonClientOptions): LeptonClient {
     const shown = `${method} ${path}`
     const repeatable = method !== "POST"
     for (let attempt = 0; ; attempt++) {
-      const left = options.deadline === undefined ? timeoutMs : options.deadline - now()
+      const deadline = deadlineNow()
+      const left = deadline === undefined ? timeoutMs : deadline - now()
       if (left <= 0)
         throw new LeptonApiError(
           `Lepton ${shown}: the pass's deadline passed before an answer`,
@@ -249,7 +255,8 @@ export function leptonClient(options: LeptonClientOptions): LeptonClient {
       if (attempt >= retries) throw failure
       const backoff = Math.min(maxBackoffMs, backoffMs * 2 ** attempt) * (0.5 + random() / 2)
       const delay = Math.max(waitAtLeast, backoff)
-      if (options.deadline !== undefined && now() + delay >= options.deadline) throw failure
+      const until = deadlineNow()
+      if (until !== undefined && now() + delay >= until) throw failure
       await sleep(delay)
     }
   }
@@ -257,8 +264,8 @@ export function leptonClient(options: LeptonClientOptions): LeptonClient {
   /** A bounded read of a streamed text answer (see `LogTailLimits`). */
   async function tail(path: string, limits: LogTailLimits): Promise<LogTail | undefined> {
     const shown = `GET ${path}`
-    const left =
-      options.deadline === undefined ? limits.maxMs : Math.min(limits.maxMs, options.deadline - now())
+    const deadline = deadlineNow()
+    const left = deadline === undefined ? limits.maxMs : Math.min(limits.maxMs, deadline - now())
     if (left <= 0)
       throw new LeptonApiError(
         `Lepton ${shown}: the pass's deadline passed before an answer`,

@@ -203,6 +203,10 @@ export function SlurmBackend(
       const result: Required<LaunchResult> = { launched: [], failed: [], deferred: [] }
       let unreachable: string | undefined
       for (const [name, refs] of bySubmission) {
+        // Past the pass's lease another pass may submit these too: leave them to it (it adopts what
+        // this one did submit).
+        if (!unreachable && request.deadline !== undefined && runtime.clock.now() >= request.deadline)
+          unreachable = "the pass's lease ran out before this was submitted; the next pass submits it"
         if (unreachable) {
           for (const ref of refs) result.deferred.push({ ref, message: unreachable })
           continue
