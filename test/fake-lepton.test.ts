@@ -2,8 +2,12 @@
  * The fake Lepton against the contract the `lepton` backend relies on (Part A of the backend
  * contracts): auth codes, `{code, message}` errors, deployments whose replicas really serve a chat
  * completion behind the endpoint, scaling and NoCapacity, jobs whose workers really run their command
- * with their env, stop, paging, archival and injected 429s.
+ * with their env, stop, paging, archival and injected 429s; a running replica's log stays open, as
+ * Lepton's does.
  */
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeLepton, startFakeLepton } from "./support/fake-lepton"
 
@@ -32,6 +36,36 @@ async function call(
     // a log is text
   }
   return { status: res.status, body: parsed, headers: res.headers }
+}
+
+/**
+ * Read a running replica's log as Lepton streams it (open while the replica runs) until its text so
+ * far matches `pattern`, then let go; fails if the stream ends or `ms` pass first.
+ */
+async function logUntil(f: { url: string; token: string }, path: string, pattern: RegExp, ms = 15_000) {
+  const stop = new AbortController()
+  const timer = setTimeout(() => stop.abort(), ms)
+  try {
+    const res = await fetch(`${f.url}${path}`, {
+      headers: { authorization: `Bearer ${f.token}` },
+      signal: stop.signal,
+    })
+    expect(res.status).toBe(200)
+    const reader = res.body!.getReader()
+    const decoder = new TextDecoder()
+    let text = ""
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`the log ended before it matched ${pattern}: ${JSON.stringify(text)}`)
+      text += decoder.decode(value, { stream: true })
+      if (pattern.test(text)) {
+        await reader.cancel()
+        return text
+      }
+    }
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** Poll `probe` until it returns a value `done` accepts, or fail with the last value at the deadline. */
@@ -203,8 +237,8 @@ describe("deployments", () => {
 
     const replicas = (await call(f, "GET", "/deployments/llm-a/replicas")).body as Body[]
     expect(replicas.map((r) => r.id).sort()).toEqual(Object.keys(readiness).sort())
-    const log = await call(f, "GET", `/deployments/llm-a/replicas/${replicas[0]?.id}/log`)
-    expect(log.body).toContain("listening on")
+    // A running replica's log stays open, as Lepton's does: read until the line is there.
+    await logUntil(f, `/deployments/llm-a/replicas/${replicas[0]?.id}/log`, /listening on/)
 
     const pids = f.livePids()
     expect(pids.length).toBe(3)
@@ -312,6 +346,31 @@ describe("jobs", () => {
   const getJob = (id: string, mode = "alive_and_archive") =>
     call(f, "GET", `/jobs/${id}?job_query_mode=${mode}`)
 
+  it("streams a running worker's log as it is written, and ends the stream when the worker exits", async () => {
+    // Waits for a file rather than a time, so the log is read while the worker still runs.
+    const gate = join(mkdtempSync(join(tmpdir(), "fake-lepton-log-")), "go")
+    const script = `echo first; while [ ! -e ${gate} ]; do sleep 0.05; done; echo second`
+    const created = await call(f, "POST", "/jobs", job("streamed", script))
+    const id: string = created.body.metadata.id
+    await waitFor(
+      async () => (await getJob(id)).body.status?.state,
+      (s) => s === "Running",
+    )
+    const [replica] = (await call(f, "GET", `/jobs/${id}/replicas`)).body as Body[]
+    const res = await fetch(`${f.url}/jobs/${id}/replicas/${replica?.id}/log`, {
+      headers: { authorization: `Bearer ${f.token}` },
+    })
+    const reader = res.body!.getReader()
+    const decoder = new TextDecoder()
+    let text = ""
+    while (!text.includes("first")) text += decoder.decode((await reader.read()).value, { stream: true })
+    expect(text).not.toContain("second")
+    writeFileSync(gate, "")
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      text += decoder.decode(chunk.value, { stream: true })
+    expect(text.trim().split("\n")).toEqual(["first", "second"])
+  })
+
   it("runs 2 workers with the job's env and completes, with a server-assigned id", async () => {
     const script =
       'echo "worker $LEPTON_JOB_WORKER_INDEX of $LEPTON_JOB_TOTAL_WORKERS: $GREETING $HF_TOKEN"; sleep 1'
@@ -399,10 +458,7 @@ describe("jobs", () => {
     const replicas = (await call(f, "GET", `/jobs/${id}/replicas`)).body as Body[]
     const children = await Promise.all(
       replicas.map(async (r) => {
-        const log = await waitFor(
-          async () => String((await call(f, "GET", `/jobs/${id}/replicas/${r.id}/log`)).body),
-          (text) => /child \d+/.test(text),
-        )
+        const log = await logUntil(f, `/jobs/${id}/replicas/${r.id}/log`, /child \d+/)
         return Number(/child (\d+)/.exec(log)?.[1])
       }),
     )

@@ -6,11 +6,12 @@
  * client's retries and a backend's fault runs, and the deployments' endpoints under
  * `/endpoints/{workspace_id}/{deployment}`.
  */
-import { Hono } from "hono"
+import { type Context, Hono } from "hono"
+import { stream } from "hono/streaming"
 import type { Deployments } from "./deployments"
 import type { Jobs, QueryMode } from "./jobs"
 import type { NodeGroups } from "./node-groups"
-import { type Json, LeptonError, type Workspace } from "./state"
+import { type Json, LeptonError, type ReplicaLog, type Workspace } from "./state"
 
 /** A request as a fault's `when` sees it: one object per request, whichever faults it is shown to. */
 export interface FaultRequest {
@@ -132,7 +133,7 @@ export function fakeLeptonApp(s: FakeLeptonState): Hono {
   app.get(`${base}/deployments/:id/termination`, (c) => c.json(s.deployments.terminations(c.req.param("id"))))
   app.get(`${base}/deployments/:id/replicas`, (c) => c.json(s.deployments.replicas(c.req.param("id"))))
   app.get(`${base}/deployments/:id/replicas/:replica/log`, (c) =>
-    c.text(s.deployments.log(c.req.param("id"), c.req.param("replica"))),
+    replicaLog(c, s.deployments.log(c.req.param("id"), c.req.param("replica"))),
   )
   app.get(`${base}/deployments/:id/events`, (c) => {
     s.deployments.get(c.req.param("id")) // 404 for an unknown deployment; the fake records no events
@@ -159,7 +160,7 @@ export function fakeLeptonApp(s: FakeLeptonState): Hono {
     c.json(s.jobs.replicas(c.req.param("id"), mode(c.req.query("job_query_mode"), "alive_and_archive"))),
   )
   app.get(`${base}/jobs/:id/replicas/:replica/log`, (c) =>
-    c.text(s.jobs.log(c.req.param("id"), c.req.param("replica"))),
+    replicaLog(c, s.jobs.log(c.req.param("id"), c.req.param("replica"))),
   )
   app.get(`${base}/jobs/:id/events`, (c) => {
     s.jobs.get(c.req.param("id"), "alive_and_archive") // 404 for an unknown job; no events recorded
@@ -187,6 +188,27 @@ export function fakeLeptonApp(s: FakeLeptonState): Hono {
     throw new LeptonError(404, "NotFound", "no such resource")
   })
   return app
+}
+
+/**
+ * A replica's log as Lepton serves it: streamed text that stays open while the replica runs (what it
+ * writes is sent as it comes) and ends when it exits, or at once for one that has ended.
+ */
+function replicaLog(c: Context, log: ReplicaLog): Response {
+  const live = log.live
+  if (!live?.isAlive()) return c.text(log.text)
+  c.header("Content-Type", "text/plain; charset=UTF-8")
+  return stream(c, async (out) => {
+    const stop: (() => void)[] = []
+    const ended = new Promise<void>((resolve) => {
+      stop.push(live.onOutput((text) => void out.write(text)))
+      void live.exited.then(() => resolve())
+      out.onAbort(() => resolve())
+    })
+    await out.write(log.text)
+    await ended
+    for (const s of stop) s()
+  })
 }
 
 function takeFault(faults: Fault[], request: FaultRequest): Fault | undefined {

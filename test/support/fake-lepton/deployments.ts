@@ -15,6 +15,7 @@ import {
   mergePatch,
   metadata,
   notFound,
+  type ReplicaLog,
   suffix,
   type Workspace,
 } from "./state"
@@ -161,10 +162,10 @@ export class Deployments {
     return this.find(id).replicas.map((r) => replicaView(r.id, this.ws.now()))
   }
 
-  log(id: string, replicaId: string): string {
+  log(id: string, replicaId: string): ReplicaLog {
     const r = this.find(id).replicas.find((x) => x.id === replicaId)
     if (!r) throw notFound(`replica ${replicaId}`)
-    return r.process?.log() ?? ""
+    return { text: r.process?.log() ?? "", ...(r.process?.isAlive() ? { live: r.process } : {}) }
   }
 
   /** Control: kill a replica's process (the first Ready one unless named), as a lost node would. */

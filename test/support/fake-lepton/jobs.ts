@@ -20,6 +20,7 @@ import {
   mergePatch,
   metadata,
   notFound,
+  type ReplicaLog,
   suffix,
   type Workspace,
 } from "./state"
@@ -152,10 +153,10 @@ export class Jobs {
     return this.find(id, mode).workers.map((w) => replicaView(w.id, this.ws.now()))
   }
 
-  log(id: string, replicaId: string): string {
+  log(id: string, replicaId: string): ReplicaLog {
     const w = this.find(id, "alive_and_archive").workers.find((x) => x.id === replicaId)
     if (!w) throw notFound(`replica ${replicaId}`)
-    return w.process?.log() ?? w.log
+    return { text: w.process?.log() ?? w.log, ...(w.process?.isAlive() ? { live: w.process } : {}) }
   }
 
   /** Control: the next job created (or started again) with this requested name fails on this worker. */

@@ -21,6 +21,8 @@ export interface LocalProcess {
   terminate(graceMs?: number): void
   /** Called with each chunk of stdout (the echo server prints its URL there). */
   onStdout(listener: (text: string) => void): void
+  /** Called with each chunk of stdout and stderr as the log gains it, until the returned stop is called. */
+  onOutput(listener: (text: string) => void): () => void
 }
 
 export interface ProcessRunner {
@@ -62,8 +64,11 @@ function startProcess(command: string[], env: Record<string, string>, cwd?: stri
   let output = ""
   let running = true
   const listeners: ((text: string) => void)[] = []
+  const followers = new Set<(text: string) => void>()
   const append = (chunk: Buffer) => {
-    output = (output + chunk.toString("utf8")).slice(-maxLogChars)
+    const text = chunk.toString("utf8")
+    output = (output + text).slice(-maxLogChars)
+    for (const f of followers) f(text)
   }
   const child: ChildProcess = spawn(file ?? "/bin/false", args, {
     env,
@@ -105,5 +110,9 @@ function startProcess(command: string[], env: Record<string, string>, cwd?: stri
       setTimeout(() => this.kill("SIGKILL"), graceMs).unref()
     },
     onStdout: (listener) => void listeners.push(listener),
+    onOutput(listener) {
+      followers.add(listener)
+      return () => void followers.delete(listener)
+    },
   }
 }

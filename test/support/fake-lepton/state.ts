@@ -4,7 +4,7 @@
  * contract (errors as `{code, message}`, JSON merge patch, ids, metadata).
  */
 import { randomBytes } from "node:crypto"
-import type { ProcessRunner } from "./runner"
+import type { LocalProcess, ProcessRunner } from "./runner"
 
 /** A Lepton error: the status and the `{code, message}` body the API answers with. */
 export class LeptonError extends Error {
@@ -19,6 +19,12 @@ export class LeptonError extends Error {
 
 export const invalid = (message: string) => new LeptonError(400, "InvalidRequest", message)
 export const notFound = (what: string) => new LeptonError(404, "NotFound", `${what} not found`)
+
+/** A replica's log as far as it goes, and its process while it still runs (the log then stays open). */
+export interface ReplicaLog {
+  text: string
+  live?: LocalProcess
+}
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 export type JsonObject = { [key: string]: Json }
