@@ -108,11 +108,12 @@ describe("jobs", () => {
 })
 
 describe("swarms", () => {
-  test("an echo swarm comes up RUNNING and answers at its URL; 3 replicas is one PATCH; DELETE removes the deployment", {
+  test("a 2-replica echo swarm comes up RUNNING and answers at its URL; 2 → 3 replicas is one PATCH of the same deployment; DELETE removes it", {
     timeout: 90_000,
   }, async () => {
-    await l.applySwarm("lep", { name: "lep-echo", model: "echo", replicas: 1 })
+    await l.applySwarm("lep", { name: "lep-echo", model: "echo", replicas: 2 })
     const serving = await l.running("lep-echo")
+    expect(serving.replicaStatus.ready).toBe(2)
     const name: string = serving.handle.meta.deployment
     const reply = await fetch(`${serving.url}/v1/chat/completions`, {
       method: "POST",
