@@ -20,7 +20,7 @@ import { afterAll, describe, expect, test } from "vitest"
 import { checkInvariants, violationLines } from "./support/fault-checks"
 import { type FaultPlan, Faults, Rng } from "./support/faults"
 import { privateKeyOf, slurmConnection } from "./support/slurm"
-import { backendId, chaosPlane, project, slurmRuns } from "./support/slurm-chaos"
+import { backendId, project, slurmChaosPlane, slurmRuns } from "./support/slurm-chaos"
 
 const connection = slurmConnection()
 const suite = connection ? describe : describe.skip
@@ -128,7 +128,7 @@ suite("crash anywhere on the real Slurm cluster", () => {
   }, async () => {
     const rng = new Rng(seed ^ 0x51)
     const faults = new Faults(plan(seed), systemClock, { realTime: true })
-    const { rt, queue, clean, history, callApi, pass, passes } = await chaosPlane(c, faults, leaseTtlMs)
+    const { rt, queue, clean, history, callApi, pass, passes } = await slurmChaosPlane(c, faults, leaseTtlMs)
     let live = true
     const loops = [0, 500].map(async (phase) => {
       await sleep(phase)
@@ -219,7 +219,7 @@ suite("crash anywhere on the real Slurm cluster", () => {
       systemClock,
       { realTime: true },
     )
-    const { clean, callApi, pass } = await chaosPlane(c, faults)
+    const { clean, callApi, pass } = await slurmChaosPlane(c, faults)
     const submitted = await callApi("POST", "/v1/jobs", {
       backendId,
       name: "chaos-stop",

@@ -5,34 +5,17 @@
  * lost answer, slow answers), and what the fake's API lists as runs the invariant checks read
  * (test/support/fault-checks.ts). The Slurm counterpart is slurm-chaos.ts.
  */
-import { setTimeout as sleep } from "node:timers/promises"
-import { createApp } from "@swarmplane/core/api/app"
-import type { TaskBackend } from "@swarmplane/core/backends/protocol"
-import { createBackend } from "@swarmplane/core/backends/registry"
-import { type PassReport, reconcilePass } from "@swarmplane/core/control/reconcile"
 import { BackendConfig } from "@swarmplane/core/model/backend"
 import type { Task } from "@swarmplane/core/model/job"
-import { MemoryQueue } from "@swarmplane/core/queue/memory"
-import { createRuntime } from "@swarmplane/core/runtime"
-import { Repos } from "@swarmplane/core/store/index"
-import { MemoryStore } from "@swarmplane/core/store/memory"
-import { systemClock } from "@swarmplane/core/util/clock"
-import { silentLogger } from "@swarmplane/core/util/logger"
+import type { Repos } from "@swarmplane/core/store/index"
+import { backendId, chaosPlane, project } from "./chaos-plane"
 import type { FakeLepton } from "./fake-lepton"
 import type { FaultRequest } from "./fake-lepton/app"
-import { History, recordingStore, type Violation } from "./fault-checks"
+import type { Violation } from "./fault-checks"
 import { type Run, Substrate } from "./fault-sim"
-import {
-  type FaultKind,
-  type FaultRule,
-  type Faults,
-  faultyBackend,
-  faultyQueue,
-  faultyStore,
-} from "./faults"
+import type { FaultKind, FaultRule, Faults } from "./faults"
 
-export const project = "default"
-export const backendId = "chaos"
+export { backendId, project }
 
 /** Lepton states of a job that has ended: none of its workers runs. */
 export const leptonEnded: ReadonlySet<string> = new Set(["Completed", "Failed", "Stopped"])
@@ -93,81 +76,21 @@ export function leptonFaults(fake: FakeLepton, faults: Faults): HttpTally {
   return tally
 }
 
-/**
- * The control plane in this process over the memory store (recorded under the faults, for the event
- * check), with the lepton backend `chaos` on the fake: its API, a pass as a ticker runs it (the
- * backend's seam under the faults), and the store unfaulted for the checks.
- */
-export async function leptonChaosPlane(fake: FakeLepton, faults: Faults, leaseTtlMs?: number) {
-  const history = new History()
-  const base = MemoryStore()
-  const store = faultyStore(recordingStore(base, history), faults)
-  const queue = faultyQueue(MemoryQueue({ clock: systemClock }), faults)
-  const rt = createRuntime({
-    store,
-    queue,
-    clock: systemClock,
-    logger: silentLogger,
-    pepper: "chaos-pepper",
-    secrets: { get: async () => fake.token },
+/** The shared chaos plane (chaos-plane.ts) with the lepton backend `chaos` on the fake. */
+export function leptonChaosPlane(fake: FakeLepton, faults: Faults, leaseTtlMs?: number) {
+  return chaosPlane(faults, {
+    config: BackendConfig.parse({
+      type: "lepton",
+      workspaceId: fake.workspaceId,
+      workspaceUrl: fake.url,
+      tokenSecret: "lepton-token",
+      nodeGroup: "fake-node-group",
+      resourceShape: "cpu.small",
+    }),
+    secret: () => fake.token,
+    maxRetryWaitMs: 2_000,
+    ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
   })
-  const clean = Repos(base, systemClock, silentLogger, "chaos-pepper")
-  const app = createApp(rt)
-  const { key } = await faults.quiet(async () => {
-    await rt.repos.projects.create(project)
-    await rt.repos.backends.put(
-      project,
-      backendId,
-      BackendConfig.parse({
-        type: "lepton",
-        workspaceId: fake.workspaceId,
-        workspaceUrl: fake.url,
-        tokenSecret: "lepton-token",
-        nodeGroup: "fake-node-group",
-        resourceShape: "cpu.small",
-      }),
-    )
-    return rt.repos.projects.createKey(project, "admin")
-  })
-  /** A request, retried with the same Idempotency-Key while the answer says to try again. */
-  const callApi = async (method: string, path: string, body?: unknown, idem?: string) => {
-    for (let tries = 1; ; tries++) {
-      const res = await app.request(path, {
-        method,
-        headers: {
-          Authorization: `Bearer ${key}`,
-          ...(body === undefined ? {} : { "Content-Type": "application/json" }),
-          ...(idem ? { "Idempotency-Key": idem } : {}),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      })
-      // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
-      const json: any = await res.json().catch(() => undefined)
-      if (res.status < 500 && ![409, 429].includes(res.status)) return { status: res.status, json }
-      await sleep(Math.min(2_000, 100 * 2 ** tries))
-    }
-  }
-  const passes = { ran: 0, skipped: 0, failed: 0 }
-  let owners = 0
-  /** One pass as a ticker runs it; `wrap` puts something of the test's around the (faulty) backend. */
-  const pass = async (wrap: (backend: TaskBackend) => TaskBackend = (backend) => backend) => {
-    let last: PassReport | undefined
-    try {
-      for (const record of await rt.repos.backends.listAll()) {
-        const backend = wrap(faultyBackend(createBackend(record, rt), faults))
-        last = await reconcilePass(rt, record, `chaos-${owners++}`, backend, { leaseTtlMs }).finally(() =>
-          backend.close(),
-        )
-        if (!last.ran) passes.skipped++
-        else if (last.error) passes.failed++
-        else passes.ran++
-      }
-    } catch {
-      passes.failed++
-    }
-    return last
-  }
-  return { rt, queue, clean, history, callApi, pass, passes }
 }
 
 interface ListedJob {

@@ -3,26 +3,17 @@
  * process (faults on its store and its backend's seam), and what Slurm itself says ran, as runs the
  * invariant checks read (test/support/fault-checks.ts).
  */
-import { setTimeout as sleep } from "node:timers/promises"
-import { createApp } from "@swarmplane/core/api/app"
-import { createBackend } from "@swarmplane/core/backends/registry"
 import type { SshSession } from "@swarmplane/core/backends/slurm/ssh"
-import { reconcilePass } from "@swarmplane/core/control/reconcile"
 import { BackendConfig } from "@swarmplane/core/model/backend"
 import type { Task } from "@swarmplane/core/model/job"
-import { MemoryQueue } from "@swarmplane/core/queue/memory"
-import { createRuntime } from "@swarmplane/core/runtime"
-import { Repos } from "@swarmplane/core/store/index"
-import { MemoryStore } from "@swarmplane/core/store/memory"
-import { systemClock } from "@swarmplane/core/util/clock"
-import { silentLogger } from "@swarmplane/core/util/logger"
-import { History, recordingStore, type Violation } from "./fault-checks"
+import type { Repos } from "@swarmplane/core/store/index"
+import { backendId, chaosPlane, project } from "./chaos-plane"
+import type { Violation } from "./fault-checks"
 import { type Run, Substrate } from "./fault-sim"
-import { type Faults, faultyBackend, faultyQueue, faultyStore } from "./faults"
+import type { Faults } from "./faults"
 import { privateKeyOf, type SlurmConnection } from "./slurm"
 
-export const project = "default"
-export const backendId = "chaos"
+export { backendId, project }
 
 /** `key=value` fields of one `scontrol show job -o` line. */
 function fields(line: string): Record<string, string> {
@@ -35,82 +26,24 @@ function fields(line: string): Record<string, string> {
   )
 }
 
-/**
- * The control plane in this process over the memory store (recorded under the faults, for the event
- * check), with the Slurm backend `chaos` on the dev cluster: its API, a pass as a ticker runs it (the
- * backend's seam under the faults), and the store unfaulted for the checks.
- */
-export async function chaosPlane(c: SlurmConnection, faults: Faults, leaseTtlMs?: number) {
-  const history = new History()
-  const base = MemoryStore()
-  const store = faultyStore(recordingStore(base, history), faults)
-  const queue = faultyQueue(MemoryQueue({ clock: systemClock }), faults)
-  const rt = createRuntime({
-    store,
-    queue,
-    clock: systemClock,
-    logger: silentLogger,
-    pepper: "chaos-pepper",
-    secrets: { get: async () => privateKeyOf(c) },
+/** The shared chaos plane (chaos-plane.ts) with the Slurm backend `chaos` on the dev cluster. */
+export function slurmChaosPlane(c: SlurmConnection, faults: Faults, leaseTtlMs?: number) {
+  return chaosPlane(faults, {
+    config: BackendConfig.parse({
+      type: "slurm",
+      loginHost: c.host,
+      port: c.port,
+      user: c.user,
+      sshKeySecret: "slurm-key",
+      hostKey: c.hostKey,
+      partition: c.partition,
+      gpuPartition: c.gpuPartition,
+      timeLimit: "00:10:00",
+      commandTimeoutS: 30,
+    }),
+    secret: () => privateKeyOf(c),
+    ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
   })
-  const clean = Repos(base, systemClock, silentLogger, "chaos-pepper")
-  const app = createApp(rt)
-  const { key } = await faults.quiet(async () => {
-    await rt.repos.projects.create(project)
-    await rt.repos.backends.put(
-      project,
-      backendId,
-      BackendConfig.parse({
-        type: "slurm",
-        loginHost: c.host,
-        port: c.port,
-        user: c.user,
-        sshKeySecret: "slurm-key",
-        hostKey: c.hostKey,
-        partition: c.partition,
-        gpuPartition: c.gpuPartition,
-        timeLimit: "00:10:00",
-        commandTimeoutS: 30,
-      }),
-    )
-    return rt.repos.projects.createKey(project, "admin")
-  })
-  /** A request, retried with the same Idempotency-Key while the answer says to try again. */
-  const callApi = async (method: string, path: string, body?: unknown, idem?: string) => {
-    for (let tries = 1; ; tries++) {
-      const res = await app.request(path, {
-        method,
-        headers: {
-          Authorization: `Bearer ${key}`,
-          ...(body === undefined ? {} : { "Content-Type": "application/json" }),
-          ...(idem ? { "Idempotency-Key": idem } : {}),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      })
-      // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
-      const json: any = await res.json().catch(() => undefined)
-      if (res.status < 500 && ![409, 429].includes(res.status)) return { status: res.status, json }
-      await sleep(Math.min(5_000, 200 * 2 ** tries))
-    }
-  }
-  const passes = { ran: 0, skipped: 0, failed: 0 }
-  let owners = 0
-  const pass = async () => {
-    try {
-      for (const record of await rt.repos.backends.listAll()) {
-        const backend = faultyBackend(createBackend(record, rt), faults)
-        const report = await reconcilePass(rt, record, `chaos-${owners++}`, backend, { leaseTtlMs }).finally(
-          () => backend.close(),
-        )
-        if (!report.ran) passes.skipped++
-        else if (report.error) passes.failed++
-        else passes.ran++
-      }
-    } catch {
-      passes.failed++
-    }
-  }
-  return { rt, queue, clean, history, callApi, pass, passes }
 }
 
 /**
