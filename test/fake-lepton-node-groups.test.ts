@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, test } from "vitest"
 import { Deployments } from "./support/fake-lepton/deployments"
 import { NodeGroups } from "./support/fake-lepton/node-groups"
-import { processRunner } from "./support/fake-lepton/runner"
+import { processRunner } from "./support/local-processes"
 import { LeptonError, Workspace } from "./support/fake-lepton/state"
 
 const runner = processRunner()

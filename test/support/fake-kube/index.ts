@@ -13,6 +13,7 @@
 import { createServer as createHttpsServer } from "node:https"
 import type { AddressInfo } from "node:net"
 import { serve } from "@hono/node-server"
+import { processRunner } from "../local-processes"
 import { admit, validate } from "./admission"
 import { type ApiState, type ForbiddenRule, fakeKubeApp } from "./api"
 import { DeploymentController, Services } from "./deployments"
@@ -21,7 +22,6 @@ import type { Fault } from "./faults"
 import { JobController, selectJobPods } from "./jobs"
 import { Kubelet, type ScriptedTermination } from "./kubelet"
 import { type EvictOptions, Kueue } from "./kueue"
-import { containerRunner } from "./processes"
 import { type JsonObject, type ResourceType, Types } from "./resources"
 import { Store } from "./store"
 import { makeClusterTls } from "./tls"
@@ -136,7 +136,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
   const store = new Store(now, (t, o) => {
     if (t === Types.jobs) selectJobPods(o)
   })
-  const runner = containerRunner()
+  const runner = processRunner()
   const kubelet = new Kubelet(store, runner)
   const kueue = new Kueue(store)
   const jobs = new JobController(store)

@@ -1,6 +1,6 @@
 /**
  * The fake cluster's kubelet: every pod in the store runs for real, each container's `command` +
- * `args` as a local process (`processes.ts`) with the container's env, the
+ * `args` as a local process (`../local-processes.ts`) with the container's env, the
  * downward env (`HOSTNAME`, `fieldRef`s) and `$(VAR)` expansion, on 127.0.0.1. Declared container
  * ports are remapped to free loopback ports (passed as `PORT`, recorded in the pod's annotation
  * `fake-kube.swarmplane.dev/ports`), since every pod shares one host. It reports pod phases and
@@ -10,9 +10,9 @@
  */
 
 import { resolveArgv } from "../../../packages/agent/src/process-runner"
+import type { LocalProcess, ProcessRunner } from "../local-processes"
 import { containerEnv } from "./container-env"
 import { canConnect, freePort } from "./ports"
-import type { ContainerProcess, ContainerRunner } from "./processes"
 import {
   asArray,
   asObject,
@@ -41,9 +41,9 @@ export interface ScriptedTermination {
 
 interface Container {
   name: string
-  process?: ContainerProcess
+  process?: LocalProcess
   /** Every run of this container, oldest first: the log is the newest one's, `previous` the one before. */
-  runs: ContainerProcess[]
+  runs: LocalProcess[]
   state: JsonObject
   lastState: JsonObject
   restartCount: number
@@ -68,7 +68,7 @@ export class Kubelet {
 
   constructor(
     private readonly store: Store,
-    private readonly runner: ContainerRunner,
+    private readonly runner: ProcessRunner,
   ) {}
 
   sync(): void {
@@ -285,7 +285,7 @@ export class Kubelet {
     pod: JsonObject,
     rt: Runtime,
     rc: Container,
-    p: ContainerProcess,
+    p: LocalProcess,
     probe: JsonObject,
   ): Promise<void> {
     const http = asObject(probe.httpGet)

@@ -5,7 +5,7 @@
  * deployment's `api_tokens` when one has a value). Scaling is PATCHing `min_replicas`; a replica that
  * finds no free capacity waits with readiness reason `NoCapacity` until capacity frees or grows.
  */
-import type { LocalProcess } from "./runner"
+import type { LocalProcess } from "../local-processes"
 import {
   invalid,
   isObject,

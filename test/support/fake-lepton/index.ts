@@ -7,11 +7,11 @@
  */
 import type { AddressInfo } from "node:net"
 import { serve } from "@hono/node-server"
+import { processRunner } from "../local-processes"
 import { type FakeLeptonState, type Fault, fakeLeptonApp } from "./app"
 import { Deployments } from "./deployments"
 import { Jobs } from "./jobs"
 import { DefaultNodeGroup, type FakeNodeGroup, NodeGroups, type Placement } from "./node-groups"
-import { processRunner } from "./runner"
 import { Workspace } from "./state"
 
 export type { Fault } from "./app"

@@ -11,7 +11,7 @@
  * Stopped; `false` starts it again.
  */
 
-import type { LocalProcess } from "./runner"
+import type { LocalProcess } from "../local-processes"
 import {
   invalid,
   isObject,

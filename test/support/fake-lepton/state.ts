@@ -4,7 +4,7 @@
  * contract (errors as `{code, message}`, JSON merge patch, ids, metadata).
  */
 import { randomBytes } from "node:crypto"
-import type { LocalProcess, ProcessRunner } from "./runner"
+import type { LocalProcess, ProcessRunner } from "../local-processes"
 
 /** A Lepton error: the status and the `{code, message}` body the API answers with. */
 export class LeptonError extends Error {

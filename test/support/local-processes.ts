@@ -1,9 +1,9 @@
 /**
- * The fake cluster's container processes: each container is a real child process in a process group
- * of its own (so deleting the pod, or `stop()`, also ends what its command started). Unlike the fake
- * Lepton's runner (`../fake-lepton/runner.ts`), a process counts as exited only once its output is
- * drained (the stdio `close`, or shortly after `exit` when a grandchild keeps the pipes open), so a
- * pod reported Succeeded already serves its whole log.
+ * Test support: the local processes the fake substrates (fake-lepton/, fake-kube/) run what they are
+ * given as. Each is a real child process in a process group of its own, so stopping it (or all of
+ * them, in `stopAll()`) also ends what its command started, and nothing outlives the fake. A process
+ * counts as exited only once its output is drained (the stdio `close`, or shortly after `exit` when a
+ * grandchild keeps the pipes open), so a replica or pod reported ended already serves its whole log.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 
@@ -13,9 +13,9 @@ const maxLogChars = 256 * 1024
 const drainMs = 500
 const signalNumbers: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 }
 
-export interface ContainerProcess {
+export interface LocalProcess {
   readonly pid: number | undefined
-  /** stdout and stderr, interleaved, as `kubectl logs` shows them. */
+  /** stdout and stderr, interleaved, as a replica's log or `kubectl logs` shows them. */
   log(): string
   /** Resolves with the exit code (a signal counts as 128 + its number, as a shell reports it). */
   readonly exited: Promise<number>
@@ -23,17 +23,21 @@ export interface ContainerProcess {
   kill(signal?: NodeJS.Signals): void
   /** SIGTERM the group, then SIGKILL it after the grace period, as the kubelet does. */
   terminate(graceMs?: number): void
+  /** Called with each chunk of stdout (an echo server prints its URL there). */
+  onStdout(listener: (text: string) => void): void
+  /** Called with each chunk of stdout and stderr as the log gains it, until the returned stop is called. */
+  onOutput(listener: (text: string) => void): () => void
 }
 
-export interface ContainerRunner {
-  start(command: string[], env: Record<string, string>, cwd?: string): ContainerProcess
+export interface ProcessRunner {
+  start(command: string[], env: Record<string, string>, cwd?: string): LocalProcess
   livePids(): number[]
   /** Kill every process group and wait for the exits. */
   stopAll(): Promise<void>
 }
 
-export function containerRunner(): ContainerRunner {
-  const live = new Set<ContainerProcess>()
+export function processRunner(): ProcessRunner {
+  const live = new Set<LocalProcess>()
   // A test process that exits without calling stop() still ends the groups.
   const onExit = () => {
     for (const p of live) p.kill("SIGKILL")
@@ -56,12 +60,16 @@ export function containerRunner(): ContainerRunner {
   }
 }
 
-function startProcess(command: string[], env: Record<string, string>, cwd?: string): ContainerProcess {
+function startProcess(command: string[], env: Record<string, string>, cwd?: string): LocalProcess {
   const [file, ...args] = command
   let output = ""
   let running = true
+  const stdoutListeners: ((text: string) => void)[] = []
+  const followers = new Set<(text: string) => void>()
   const append = (chunk: Buffer) => {
-    output = (output + chunk.toString("utf8")).slice(-maxLogChars)
+    const text = chunk.toString("utf8")
+    output = (output + text).slice(-maxLogChars)
+    for (const f of followers) f(text)
   }
   const child: ChildProcess = spawn(file ?? "/bin/false", args, {
     env,
@@ -69,7 +77,10 @@ function startProcess(command: string[], env: Record<string, string>, cwd?: stri
     detached: true, // its own process group: kill(-pid) reaches the command's children too
     stdio: ["ignore", "pipe", "pipe"],
   })
-  child.stdout?.on("data", append)
+  child.stdout?.on("data", (chunk: Buffer) => {
+    append(chunk)
+    for (const l of stdoutListeners) l(chunk.toString("utf8"))
+  })
   child.stderr?.on("data", append)
   const exited = new Promise<number>((resolve) => {
     let code: number | undefined
@@ -106,6 +117,11 @@ function startProcess(command: string[], env: Record<string, string>, cwd?: stri
     terminate(graceMs = 5_000) {
       this.kill("SIGTERM")
       setTimeout(() => this.kill("SIGKILL"), graceMs).unref()
+    },
+    onStdout: (listener) => void stdoutListeners.push(listener),
+    onOutput(listener) {
+      followers.add(listener)
+      return () => void followers.delete(listener)
     },
   }
 }
