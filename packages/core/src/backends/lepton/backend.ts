@@ -7,9 +7,8 @@
  * number of live attempts. Every contact is recorded as the backend's health; the token is read once
  * per invocation and never appears in a message.
  *
- * A batch shard's progress counters come from its log (its runner prints them as lines there; see
- * observe.ts): each pass reads the newest text of at most `ProgressReadsPerPass` shards' logs (those
- * that just ended, then running ones in turn), a few at once, within `ProgressBudgetMs`.
+ * A batch shard's progress counters come from its log (progress.ts); the node group it places by is
+ * node-groups.ts'.
  */
 import type { Backend } from "../../model/backend"
 import type { Swarm } from "../../model/swarm"
@@ -28,10 +27,12 @@ import type {
 } from "../protocol"
 import { awaitingSwarms } from "../swarm-gate"
 import { LeptonApiError, type LeptonClient, type LogTailLimits, leptonClient } from "./client"
-import { indexJobs, type JobIndex, LostAfterMs, observeJobs, progressFromLog, progressReads } from "./observe"
+import { LeptonNodeGroups } from "./node-groups"
+import { indexJobs, type JobIndex, LostAfterMs, observeJobs, progressReads } from "./observe"
+import { readProgress } from "./progress"
 import { deploymentOf, LeptonServing } from "./serving"
 import { jobBody, jobName, type LeptonConfig } from "./spec"
-import type { DedicatedNodeGroup, LeptonDeployment } from "./types"
+import type { LeptonDeployment } from "./types"
 
 export { LostAfterMs }
 
@@ -44,20 +45,6 @@ export const InvocationBudgetMs = 45_000
 /** Tries after a failed call, and the first wait: short, as the next pass tries again anyway. */
 export const CallRetries = 2
 export const CallBackoffMs = 250
-/** A pass's reads of logs for progress start within this long, so they leave the pass its time. */
-export const ProgressBudgetMs = 10_000
-/** Logs read at once for progress. */
-export const ProgressReadsAtOnce = 4
-/**
- * One read of a shard's log for progress. The stream follows a running replica: it is left once its
- * backlog is through (a pause of `idleMs`), and never read for long or far.
- */
-export const ProgressLogLimits: LogTailLimits = {
-  maxBytes: 16 << 20,
-  maxMs: 5_000,
-  idleMs: 500,
-  keepChars: 64 << 10,
-}
 /**
  * One read of a task's log to show it: the stream follows a running replica, so it is left after a
  * pause once its backlog is through, and only its newest text is kept.
@@ -135,6 +122,9 @@ export function LeptonBackend(
     }
   }
 
+  const nodeGroups = LeptonNodeGroups(config, contacting)
+  const nodeGroup = nodeGroups.resolve
+
   const serving = LeptonServing({
     project,
     config,
@@ -147,92 +137,8 @@ export function LeptonBackend(
     },
   })
 
-  /**
-   * The configured node group (`config.nodeGroup`, its name or its id), looked up once per invocation:
-   * Lepton places jobs and swarms' deployments by id. A group the workspace does not have is an error
-   * naming the groups it has; it is retryable, so attempts and swarms wait (the group may be being
-   * made, or the config fixed).
-   */
-  let resolvedGroup: Promise<DedicatedNodeGroup> | undefined
-  function nodeGroup(): Promise<DedicatedNodeGroup> {
-    resolvedGroup ??= contacting(async (c) => {
-      const groups = await c.nodeGroups.list()
-      const wanted = config.nodeGroup
-      const found =
-        groups.find((g) => g.metadata.id === wanted) ?? groups.find((g) => g.metadata.name === wanted)
-      if (found) return found
-      const there = groups.map((g) =>
-        g.metadata.name ? `${g.metadata.name} (${g.metadata.id})` : g.metadata.id,
-      )
-      throw new LeptonApiError(
-        `Lepton workspace ${config.workspaceId} has no node group ${wanted}; its node groups: ${there.join(", ") || "none"}`,
-        true,
-        "GET",
-        "/dedicated-node-groups",
-      )
-    })
-    return resolvedGroup
-  }
-
   /** Every job of the workspace, live and archived, in one paged list. */
   const listJobs = async () => indexJobs(await contacting((c) => c.jobs.list({ mode: "alive_and_archive" })))
-
-  /**
-   * The progress counters of each attempt in `refs`, from the newest text of its job's first worker's
-   * log, a few at once. Best effort: a read that fails or finds no progress line leaves the attempt's
-   * counters as they were, and is no failed contact (the job list is the backend's health).
-   */
-  async function readProgress(refs: TaskRef[]): Promise<NonNullable<ReconcileResult["progress"]>> {
-    const out: NonNullable<ReconcileResult["progress"]> = []
-    if (!refs.length) return out
-    const c = await client()
-    const until = runtime.clock.now() + ProgressBudgetMs
-    const one = async (ref: TaskRef) => {
-      const attempt = lastAttempt(ref)!
-      const target = attempt.target!
-      const replicas = await c.jobs.replicas(target)
-      const first = [...replicas].sort((a, b) => a.id.localeCompare(b.id))[0]
-      if (!first) return
-      const maxMs = Math.min(ProgressLogLimits.maxMs, until - runtime.clock.now())
-      const tail = await c.jobs.replicaLogTail(target, first.id, { ...ProgressLogLimits, maxMs })
-      const counters = tail ? progressFromLog(tail.text, attempt.attemptUid) : undefined
-      if (counters) out.push({ ref, progress: counters })
-    }
-    const queue = [...refs]
-    const reader = async () => {
-      for (let ref = queue.shift(); ref && runtime.clock.now() < until; ref = queue.shift())
-        await one(ref).catch((error: unknown) =>
-          runtime.logger.debug(
-            `${project} lepton ${backendId}: no progress read for ${lastAttempt(ref!)?.target}: ${error instanceof Error ? error.message : String(error)}`,
-          ),
-        )
-    }
-    await Promise.all(Array.from({ length: Math.min(ProgressReadsAtOnce, refs.length) }, reader))
-    return out
-  }
-
-  /** The configured node group as `status()` shows it: two reads besides its lookup, none per node. */
-  async function nodeGroupStatus(): Promise<Record<string, unknown>> {
-    const group = await nodeGroup()
-    const id = group.metadata.id
-    const [nodes, shapes] = await contacting((c) => Promise.all([c.nodeGroups.nodes(id), c.shapes.list(id)]))
-    const gpus = { allocated: 0, total: 0 }
-    for (const node of nodes) {
-      gpus.allocated += node.spec?.resource?.gpu?.allocated ?? 0
-      gpus.total += node.spec?.resource?.gpu?.total ?? 0
-    }
-    return {
-      id,
-      name: group.metadata.name ?? undefined,
-      gpuProduct: group.spec?.gpu_product ?? undefined,
-      nodes: {
-        ready: group.status?.ready_nodes ?? undefined,
-        desired: group.spec?.desired_nodes ?? undefined,
-      },
-      gpus,
-      shapes: [...new Set(shapes.map((s) => s.spec.name))].sort(),
-    }
-  }
 
   /** `launch` under its deadline (see there). */
   async function launchAttempts(request: LaunchRequest): Promise<LaunchResult> {
@@ -383,7 +289,11 @@ export function LeptonBackend(
       result.unstopped.push(...observed.unstopped)
       // Batch shards' counters, from their logs: those that ended now (their last), then running ones.
       const progress = await readProgress(
+        await client(),
         progressReads(launched, result.transitions, Math.floor(runtime.clock.now() / 1000)),
+        runtime.clock,
+        runtime.logger,
+        `${project} lepton ${backendId}`,
       )
       // What a failed task printed last is usually why: read only for those that failed, best effort.
       for (const t of result.transitions) {
@@ -456,7 +366,7 @@ export function LeptonBackend(
       }
       let placement: Record<string, unknown>
       try {
-        placement = await nodeGroupStatus()
+        placement = await nodeGroups.status()
       } catch (error) {
         if (!(error instanceof LeptonApiError)) throw error
         return {
