@@ -8,8 +8,8 @@
 import { afterEach, describe, expect, test } from "vitest"
 import { Deployments } from "./support/fake-lepton/deployments"
 import { NodeGroups } from "./support/fake-lepton/node-groups"
-import { processRunner } from "./support/local-processes"
 import { LeptonError, Workspace } from "./support/fake-lepton/state"
+import { processRunner } from "./support/local-processes"
 
 const runner = processRunner()
 afterEach(async () => {
