@@ -10,6 +10,8 @@ import type { Backend, BackendConfigOf } from "../model/backend"
 import type { JobSpec } from "../model/job"
 import type { BackendType } from "../model/states"
 import { type FieldIssue, VisibleError } from "../util/errors"
+import { EksBackend } from "./eks/backend"
+import { eksJobIssues } from "./eks/spec"
 import { LeptonBackend } from "./lepton/backend"
 import type { BackendDeps, BackendFactory, TaskBackend } from "./protocol"
 import { SlurmBackend } from "./slurm/backend"
@@ -26,6 +28,7 @@ const implemented: { [T in BackendType]?: Entry<T> } = {
   workers: { create: WorkersBackend },
   slurm: { create: SlurmBackend, jobSpecIssues: slurmJobIssues },
   lepton: { create: LeptonBackend },
+  eks: { create: EksBackend, jobSpecIssues: eksJobIssues },
 }
 
 /** The types this release implements, e.g. for an error message. */

@@ -268,10 +268,12 @@ test("a task that a heartbeat failed past its job's tolerance: the pass kills th
 
 test("a backend of a type this release does not implement (stored by another): its status says so, and the others go on", async () => {
   const { rt, logger } = await setup()
+  // Every type of this release's config union is implemented: a newer release's type, as stored.
   const eks = BackendConfig.parse({ type: "eks", clusterName: "c", region: "us-west-2", localQueue: "q" })
-  const { backend: old } = await rt.repos.backends.put("p", "old", eks)
+  const newer = { ...eks, type: "gke" } as unknown as BackendConfig
+  const { backend: old } = await rt.repos.backends.put("p", "old", newer)
   const notAvailable =
-    "the eks backend is not available in this release; available types: lepton, slurm, workers"
+    "the gke backend is not available in this release; available types: eks, lepton, slurm, workers"
   const { reconcileTick, autoscaleTick } = await import("./ticks")
   for (let i = 0; i < 2; i++) {
     const report = await reconcileTick(rt)

@@ -306,6 +306,14 @@ export const EksBackendConfig = z
       .default([])
       .describe("Tolerations added to every pod."),
     imagePullSecrets: z.array(Name).max(16).default([]).describe("Image pull secrets in the namespace."),
+    agentCommand: z
+      .array(ArgvWord)
+      .min(1)
+      .max(64)
+      .default(["swarmplane-agent"])
+      .describe(
+        'How the job\'s image runs the agent\'s program (`npm run build:agent` makes it one file): it replaces a leading `swarmplane-agent` in job commands (a batch job\'s shards run `swarmplane-agent run-batch`), e.g. `["node", "/shared/swarmplane-agent.mjs"]`.',
+      ),
   })
   .strict()
   .openapi("EksBackendConfig")

@@ -75,7 +75,7 @@ export function renderConfigReference(): string {
     [
       "eks",
       EksBackendConfig,
-      "An Amazon EKS cluster running Kueue (Jobs labelled for a LocalQueue). Not in this release: registering one is refused with `422 backend.not_available`.",
+      "An Amazon EKS cluster running Kueue: each task attempt is a suspended batch/v1 Job labelled for the LocalQueue, admitted by Kueue within its quota; each swarm a Deployment and a Service.",
     ],
     [
       "workers",

@@ -110,7 +110,9 @@ export const ServingOptions = z
         serviceType: z
           .enum(["ClusterIP", "LoadBalancer"])
           .default("ClusterIP")
-          .describe("Kubernetes Service type in front of the replicas."),
+          .describe(
+            "Kubernetes Service type in front of the replicas: `ClusterIP` (the swarm's URL is the Service's cluster DNS name, reachable by pods in the cluster) or `LoadBalancer` (the URL is the load balancer's address).",
+          ),
       })
       .strict()
       .optional()

@@ -147,7 +147,16 @@ describe("token", () => {
     expect(urlOf(other).searchParams.get("X-Amz-Credential")).toMatch(/^AKIDOTHER\//)
   })
 
-  test("roleArn is refused with a message naming the field", async () => {
+  test("roleArn: the token is signed with the role's temporary credentials from STS AssumeRole, cached until shortly before they expire", async () => {
+    const clock = new FakeClock(Date.parse("2026-08-01T10:00:00Z"))
+    let issued = 0
+    const sts = await fakeSts(() => {
+      issued++
+      return {
+        status: 200,
+        body: assumeRoleAnswer(`ASIAROLE${issued}`, new Date(clock.now() + 3600_000)),
+      }
+    })
     const access = eksAccess({
       ...accessOptionsOf({
         clusterName: "c",
@@ -155,13 +164,88 @@ describe("token", () => {
         roleArn: "arn:aws:iam::111122223333:role/eks",
         endpoint: undefined,
       }),
+      stsEndpoint: sts.endpoint,
+      credentials: Creds,
+      now: () => clock.now(),
+      cache: createAccessCache(),
+    })
+    const first = urlOf(await access.token())
+    expect(first.searchParams.get("X-Amz-Credential")).toMatch(/^ASIAROLE1\//)
+    expect(first.searchParams.get("X-Amz-Security-Token")).toBe("role-session-1")
+    expect(sts.bodies).toHaveLength(1)
+    const asked = new URLSearchParams(sts.bodies[0])
+    expect(asked.get("Action")).toBe("AssumeRole")
+    expect(asked.get("RoleArn")).toBe("arn:aws:iam::111122223333:role/eks")
+    expect(asked.get("RoleSessionName")).toBe("swarmplane")
+    // A token lives 15 minutes; the role's credentials an hour: new tokens, the same credentials.
+    clock.advance(20 * 60_000)
+    expect(urlOf(await access.token()).searchParams.get("X-Amz-Credential")).toMatch(/^ASIAROLE1\//)
+    expect(sts.bodies).toHaveLength(1)
+    // Within the margin of their end the role is assumed again.
+    clock.advance(40 * 60_000)
+    expect(urlOf(await access.token()).searchParams.get("X-Amz-Credential")).toMatch(/^ASIAROLE2\//)
+    expect(sts.bodies).toHaveLength(2)
+  })
+
+  test("roleArn refused by STS: an EksAuthError naming the role, never a credential, and not kept", async () => {
+    let deny = true
+    const sts = await fakeSts(() =>
+      deny
+        ? { status: 403, body: stsError("AccessDenied", "User is not authorized to perform: sts:AssumeRole") }
+        : { status: 200, body: assumeRoleAnswer("ASIALATER", new Date(Date.now() + 3600_000)) },
+    )
+    const access = eksAccess({
+      clusterName: "c",
+      region: "us-west-2",
+      roleArn: "arn:aws:iam::111122223333:role/eks",
+      stsEndpoint: sts.endpoint,
       credentials: Creds,
       cache: createAccessCache(),
     })
-    await expect(access.token()).rejects.toThrow(/roleArn is not supported yet/)
-    await expect(access.cluster()).rejects.toBeInstanceOf(EksAuthError)
+    const error = await access.token().then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect(error).toBeInstanceOf(EksAuthError)
+    expect((error as EksAuthError).message).toMatch(/may not assume arn:aws:iam::111122223333:role\/eks/)
+    expect((error as EksAuthError).message).not.toContain(Secret)
+    deny = false
+    expect(urlOf(await access.token()).searchParams.get("X-Amz-Credential")).toMatch(/^ASIALATER\//)
   })
 })
+
+/** An STS stand-in (awsQuery: form-encoded POST, XML answers); the request bodies are recorded. */
+async function fakeSts(answer: () => { status: number; body: string }) {
+  const bodies: string[] = []
+  const server = createServer((req, res) => {
+    let body = ""
+    req.setEncoding("utf8")
+    req.on("data", (chunk: string) => {
+      body += chunk
+    })
+    req.on("end", () => {
+      bodies.push(body)
+      const reply = answer()
+      res.writeHead(reply.status, { "content-type": "text/xml" })
+      res.end(reply.body)
+    })
+  })
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies }
+}
+
+const assumeRoleAnswer = (keyId: string, expiration: Date) =>
+  `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>` +
+  `<AccessKeyId>${keyId}</AccessKeyId><SecretAccessKey>role-secret</SecretAccessKey>` +
+  `<SessionToken>role-session-${keyId.slice(-1)}</SessionToken><Expiration>${expiration.toISOString()}</Expiration>` +
+  `</Credentials><AssumedRoleUser><Arn>arn:aws:sts::111122223333:assumed-role/eks/swarmplane</Arn>` +
+  `<AssumedRoleId>AROAEXAMPLE:swarmplane</AssumedRoleId></AssumedRoleUser></AssumeRoleResult>` +
+  `<ResponseMetadata><RequestId>req-1</RequestId></ResponseMetadata></AssumeRoleResponse>`
+
+const stsError = (code: string, message: string) =>
+  `<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type>` +
+  `<Code>${code}</Code><Message>${message}</Message></Error><RequestId>req-2</RequestId></ErrorResponse>`
 
 type EksAnswer = { status: number; body: unknown; errorType?: string }
 

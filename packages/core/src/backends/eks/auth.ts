@@ -6,8 +6,11 @@
  * Both are cached in a process-wide cache, so the warm invocations of a Lambda reuse them: the
  * cluster for a short TTL (its endpoint and CA rarely change), the token per cluster, region and
  * credentials until shortly before its 15-minute validity ends (or its temporary credentials do).
- * Concurrent callers share one `DescribeCluster` and one signing. `@aws-sdk/client-eks` and the
- * credential chain are loaded on first use, so a function that never talks to EKS does not load them.
+ * Concurrent callers share one `DescribeCluster` and one signing. With a `roleArn`, the cluster is
+ * reached as that role: STS `AssumeRole` with the function's own credentials, its temporary
+ * credentials cached until shortly before they expire (and the token signed with them lives no longer).
+ * `@aws-sdk/client-eks`, `@aws-sdk/client-sts` and the credential chain are loaded on first use, so a
+ * function that never talks to EKS does not load them.
  *
  * Failures are `EksAuthError`s: they name the cluster, the region and AWS's error code, never a
  * credential or a token.
@@ -50,9 +53,20 @@ export class EksAuthError extends BackendError {
 export interface EksAccessCache {
   clusters: Map<string, { value: Promise<ClusterEndpoint>; until: number }>
   tokens: Map<string, { value: Promise<{ token: string; until: number }> }>
+  /** Temporary credentials of an assumed role, per role and base credentials. */
+  roles: Map<string, { value: Promise<AwsCredentialIdentity> }>
 }
 
-export const createAccessCache = (): EksAccessCache => ({ clusters: new Map(), tokens: new Map() })
+export const createAccessCache = (): EksAccessCache => ({
+  clusters: new Map(),
+  tokens: new Map(),
+  roles: new Map(),
+})
+
+/** The session name an assumed role's calls carry (CloudTrail shows it). */
+export const RoleSessionName = "swarmplane"
+/** How long an assumed role's credentials are asked for (STS's default; a role may allow no more). */
+export const RoleSessionSeconds = 3600
 
 /** The process's cache: what a warm Lambda reuses across invocations. */
 export const sharedAccessCache: EksAccessCache = createAccessCache()
@@ -62,8 +76,10 @@ export interface EksAccessOptions {
   region: string
   /** Override of the EKS API endpoint (config `endpoint`: private endpoints, tests). */
   eksEndpoint?: string
-  /** Config `roleArn`; not supported yet (see `eksAccess`). */
+  /** Config `roleArn`: the cluster is reached as this role (STS AssumeRole with `credentials`). */
   roleArn?: string
+  /** Override of the STS endpoint for AssumeRole (private endpoints, tests). */
+  stsEndpoint?: string
   /** Static credentials or a provider; the default Node provider chain (the function's role) when absent. */
   credentials?: AwsCredentialIdentity | AwsCredentialIdentityProvider
   /** Milliseconds since the epoch. */
@@ -127,18 +143,8 @@ export function eksAccess(options: EksAccessOptions): EksAccess {
   const { clusterName, region } = options
   const where = `EKS cluster "${clusterName}" in ${region}`
 
-  function notYet(): EksAuthError | undefined {
-    // Assuming a role needs STS AssumeRole (`@aws-sdk/client-sts`, not a dependency yet).
-    if (options.roleArn)
-      return new EksAuthError(
-        `${where}: roleArn is not supported yet; remove it from the backend config to use the function's own role`,
-        false,
-        "RoleArnNotSupported",
-      )
-    return undefined
-  }
-
-  async function credentials(): Promise<AwsCredentialIdentity> {
+  /** The function's own credentials (or those given). */
+  async function baseCredentials(): Promise<AwsCredentialIdentity> {
     const given = options.credentials ?? (await defaultCredentials())
     try {
       return typeof given === "function" ? await given() : given
@@ -156,14 +162,73 @@ export function eksAccess(options: EksAccessOptions): EksAccess {
     }
   }
 
+  /** The role's temporary credentials: cached until `margin` before they expire; a failure is not kept. */
+  async function assumed(roleArn: string): Promise<AwsCredentialIdentity> {
+    const base = await baseCredentials()
+    const key = `${roleArn}|${region}|${options.stsEndpoint ?? ""}|${fingerprint(base)}`
+    const hit = cache.roles.get(key)
+    if (hit) {
+      const held = await hit.value.catch(() => undefined)
+      if (held && (!held.expiration || now() < held.expiration.getTime() - margin)) return held
+    }
+    const value = assumeRole(roleArn, base)
+    cache.roles.set(key, { value })
+    value.catch(() => {
+      if (cache.roles.get(key)?.value === value) cache.roles.delete(key)
+    })
+    return value
+  }
+
+  async function assumeRole(roleArn: string, base: AwsCredentialIdentity): Promise<AwsCredentialIdentity> {
+    const { STSClient, AssumeRoleCommand } = await import("@aws-sdk/client-sts")
+    const client = new STSClient({
+      region,
+      credentials: base,
+      ...(options.stsEndpoint ? { endpoint: options.stsEndpoint } : {}),
+    })
+    try {
+      const out = await client.send(
+        new AssumeRoleCommand({
+          RoleArn: roleArn,
+          RoleSessionName,
+          DurationSeconds: RoleSessionSeconds,
+        }),
+        { abortSignal: AbortSignal.timeout(timeoutMs) },
+      )
+      const c = out.Credentials
+      if (!c?.AccessKeyId || !c.SecretAccessKey)
+        throw new EksAuthError(
+          `${where}: AssumeRole of ${roleArn} gave no credentials`,
+          true,
+          "NoCredentials",
+        )
+      return {
+        accessKeyId: c.AccessKeyId,
+        secretAccessKey: c.SecretAccessKey,
+        ...(c.SessionToken ? { sessionToken: c.SessionToken } : {}),
+        ...(c.Expiration ? { expiration: new Date(c.Expiration) } : {}),
+      }
+    } catch (error) {
+      if (error instanceof EksAuthError) throw error
+      throw assumeRoleError(error, where, roleArn)
+    } finally {
+      client.destroy()
+    }
+  }
+
+  /** The identity the cluster sees: the role's when `roleArn` is set, else the function's own. */
+  const credentials = () => (options.roleArn ? assumed(options.roleArn) : baseCredentials())
+
   async function describe(): Promise<ClusterEndpoint> {
     const { EKSClient, DescribeClusterCommand } = await import("@aws-sdk/client-eks")
     const client = new EKSClient({
       region,
       ...(options.eksEndpoint ? { endpoint: options.eksEndpoint } : {}),
-      ...(options.credentials
-        ? { credentials: options.credentials }
-        : { credentials: await defaultCredentials() }),
+      ...(options.roleArn
+        ? { credentials: await credentials() }
+        : options.credentials
+          ? { credentials: options.credentials }
+          : { credentials: await defaultCredentials() }),
     })
     let cluster: DescribeClusterCommandOutput["cluster"]
     try {
@@ -194,9 +259,7 @@ export function eksAccess(options: EksAccessOptions): EksAccess {
 
   return {
     async cluster() {
-      const refused = notYet()
-      if (refused) throw refused
-      const key = `${clusterName}|${region}|${options.eksEndpoint ?? ""}`
+      const key = `${clusterName}|${region}|${options.eksEndpoint ?? ""}|${options.roleArn ?? ""}`
       const hit = cache.clusters.get(key)
       if (hit && now() < hit.until) return hit.value
       const value = describe()
@@ -209,8 +272,6 @@ export function eksAccess(options: EksAccessOptions): EksAccess {
     },
 
     async token({ refresh = false } = {}) {
-      const refused = notYet()
-      if (refused) throw refused
       const creds = await credentials()
       const key = `${clusterName}|${region}|${fingerprint(creds)}`
       const hit = cache.tokens.get(key)
@@ -250,5 +311,25 @@ export function describeError(error: unknown, where: string): EksAuthError {
   }
   const said =
     hints[code] ?? `DescribeCluster failed: ${code}${failure?.message ? `: ${failure.message}` : ""}`
+  return new EksAuthError(`${where}: ${said}`, !BadRequest.has(code), code, status, { cause: error })
+}
+
+/** An SDK failure of AssumeRole as an `EksAuthError` with AWS's code and a hint a user can act on. */
+export function assumeRoleError(error: unknown, where: string, roleArn: string): EksAuthError {
+  const failure = error as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } }
+  const code = failure?.name ?? "Error"
+  const status = failure?.$metadata?.httpStatusCode
+  if (code === "TimeoutError" || code === "AbortError")
+    return new EksAuthError(`${where}: AssumeRole of ${roleArn} gave no answer in time`, true, code, status, {
+      cause: error,
+    })
+  const hints: Record<string, string> = {
+    AccessDenied: `the function's role may not assume ${roleArn} (sts:AssumeRole, and the role's trust policy)`,
+    AccessDeniedException: `the function's role may not assume ${roleArn} (sts:AssumeRole, and the role's trust policy)`,
+    RegionDisabledException: "STS is not activated in this region",
+    ExpiredTokenException: "the AWS credentials have expired",
+  }
+  const said =
+    hints[code] ?? `AssumeRole of ${roleArn} failed: ${code}${failure?.message ? `: ${failure.message}` : ""}`
   return new EksAuthError(`${where}: ${said}`, !BadRequest.has(code), code, status, { cause: error })
 }

@@ -1,0 +1,363 @@
+/**
+ * The `eks` backend (kind `delegated`): Kueue on an Amazon EKS cluster places the work; swarmplane
+ * talks to the cluster's Kubernetes API (backend-contracts.md Parts B-D). Each task attempt is one
+ * batch/v1 Job, named from the attempt's id before it is sent and created suspended for Kueue to admit,
+ * so a create whose answer was lost is found again (409 AlreadyExists) and adopted rather than made
+ * twice. A reconcile pass lists the namespace's Jobs, Pods and Kueue Workloads by swarmplane's label
+ * selector (a few paged LISTs, whatever the number of live attempts). Each swarm is a Deployment and a
+ * Service (serving.ts). Every contact is recorded as the backend's health; the cluster token never
+ * appears in a message.
+ */
+import type { Backend } from "../../model/backend"
+import { iso } from "../../util/clock"
+import type {
+  BackendDeps,
+  LaunchRequest,
+  LaunchResult,
+  ReconcileResult,
+  ReportsHealth,
+  ScheduleResult,
+  ServingBackend,
+  TaskBackend,
+  TaskRef,
+} from "../protocol"
+import { awaitingSwarms } from "../swarm-gate"
+import { accessOptionsOf, EksAuthError, eksAccess } from "./auth"
+import { KubeApiError, type KubeClient, kubeClient } from "./client"
+import { indexNamespace, LostAfterMs, observeNamespace } from "./observe"
+import { EksServing } from "./serving"
+import { ContainerName, type EksConfig, jobName, jobObject, selectorOf } from "./spec"
+import type { FlavorResources, QueueStatus } from "./types"
+
+export { LostAfterMs }
+
+/** One request's timeout: an API server answers in well under a second when it is well. */
+export const CallTimeoutMs = 15_000
+/** No call of one invocation runs past this (a reconcile tick's budget is about a minute). */
+export const InvocationBudgetMs = 45_000
+/** Tries after a failed call, and the first wait: short, as the next pass tries again anyway. */
+export const CallRetries = 2
+export const CallBackoffMs = 250
+/** Lines of a pod's log `fetchLogs` asks for at most (`tailLines`): a log is never read whole. */
+export const MaxLogLines = 10_000
+/** The Workloads of batch/v1 Jobs (Kueue labels each with its Job's uid): one LIST per pass. */
+export const WorkloadSelector = "kueue.x-k8s.io/job-uid"
+
+const lastAttempt = (ref: TaskRef) => ref.task.data.attempts.at(-1)
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/**
+ * Whether a failed call means the cluster is away or busy, or refuses swarmplane's identity (which an
+ * operator fixes in IAM or RBAC, not in the job): the attempts wait and are tried again, rather than fail.
+ */
+const transient = (error: unknown) =>
+  error instanceof EksAuthError ||
+  (error instanceof KubeApiError &&
+    (error.status === undefined ||
+      error.status === 429 ||
+      error.status >= 500 ||
+      [401, 403].includes(error.status)))
+
+export function EksBackend(
+  backend: Backend & { config: EksConfig },
+  runtime: BackendDeps,
+): TaskBackend & ServingBackend & ReportsHealth {
+  const { project, id: backendId, config } = backend
+  const { namespace } = config
+  const budgetEnds = runtime.clock.now() + InvocationBudgetMs
+  /** What this invocation's contacts with the cluster came to (the backend's health). */
+  let contact: { healthy: boolean; message?: string } | undefined
+  // The function's own AWS credentials (the default provider chain); cluster and token are cached per process.
+  const access = eksAccess({ ...accessOptionsOf(config), now: () => runtime.clock.now() })
+  const clients = new Map<number, KubeClient>()
+
+  /** A client whose calls never run past `deadline` (the invocation's budget by default). */
+  function client(deadline = budgetEnds): KubeClient {
+    let made = clients.get(deadline)
+    if (!made) {
+      made = kubeClient({
+        access,
+        now: () => runtime.clock.now(),
+        timeoutMs: CallTimeoutMs,
+        retries: CallRetries,
+        backoffMs: CallBackoffMs,
+        deadline,
+      })
+      clients.set(deadline, made)
+    }
+    return made
+  }
+
+  /** One contact with the cluster; its success or failure is the backend's health. */
+  async function contacting<T>(use: (c: KubeClient) => Promise<T>, deadline?: number): Promise<T> {
+    try {
+      const result = await use(client(deadline))
+      if (!contact || contact.healthy) contact = { healthy: true }
+      return result
+    } catch (error) {
+      contact = { healthy: false, message: messageOf(error) }
+      throw error
+    }
+  }
+
+  /** Swarms: a Deployment and a Service each (serving.ts), through the same contacts. */
+  const serving = EksServing({ project, backendId, config, call: (use) => contacting(use) })
+
+  /** The namespace's Jobs and pods of this backend, and its Kueue Workloads: three paged LISTs. */
+  async function listNamespace() {
+    const selector = selectorOf(project, backendId)
+    const [jobs, pods, workloads] = await contacting((c) =>
+      Promise.all([
+        c.jobs.list(namespace, { labelSelector: selector }),
+        c.pods.list(namespace, { labelSelector: selector }),
+        c.workloads.list(namespace, { labelSelector: WorkloadSelector }),
+      ]),
+    )
+    return indexNamespace(jobs, pods, workloads)
+  }
+
+  /** `launch` under its deadline (see there). */
+  async function launchAttempts(request: LaunchRequest, deadline: number): Promise<LaunchResult> {
+    const attempts = request.attempts.filter((ref) => lastAttempt(ref)?.submission)
+    const result: Required<LaunchResult> = { launched: [], failed: [], deferred: [] }
+    let away: string | undefined
+    const swarmUrls = new Map<string, string | undefined>()
+    for (const ref of attempts) {
+      const attempt = lastAttempt(ref)!
+      if (away || runtime.clock.now() >= deadline) {
+        result.deferred.push({ ref, message: away ?? "the pass's lease ends; submitted by a later pass" })
+        continue
+      }
+      const swarm = ref.job.spec.swarm
+      if (swarm && !swarmUrls.has(swarm))
+        swarmUrls.set(swarm, (await runtime.repos.swarms.get(project, swarm))?.url)
+      const swarmUrl = swarm ? swarmUrls.get(swarm) : undefined
+      const object = jobObject({
+        project,
+        backendId,
+        job: ref.job,
+        taskIndex: ref.task.data.index,
+        attemptUid: attempt.attemptUid,
+        config,
+        ...(swarmUrl ? { swarmUrl } : {}),
+      })
+      const name = object.metadata.name!
+      try {
+        // A request the API server refuses is the job's fault, not the cluster's: answered inside the
+        // contact, so the backend stays healthy.
+        const made = await contacting(
+          (c) =>
+            c.jobs.create(namespace, object).then(
+              (): { adopted: boolean; refused?: KubeApiError } => ({ adopted: false }),
+              (error: unknown) => {
+                if (error instanceof KubeApiError && error.reason === "AlreadyExists")
+                  return { adopted: true }
+                if (error instanceof KubeApiError && !transient(error))
+                  return { adopted: false, refused: error }
+                throw error
+              },
+            ),
+          deadline,
+        )
+        if (made.refused) result.failed.push({ ref, message: made.refused.message })
+        else {
+          if (made.adopted)
+            runtime.logger.info(
+              `${project} eks ${backendId}: adopted Job ${namespace}/${name} from an earlier submit`,
+            )
+          result.launched.push({ ref, target: name })
+        }
+      } catch (error) {
+        if (!transient(error)) throw error
+        away = messageOf(error)
+        result.deferred.push({ ref, message: away })
+      }
+    }
+    return result
+  }
+
+  /** A LocalQueue's or ClusterQueue's counts and flavor usage, as `status()` shows them. */
+  const queueView = (
+    s: (QueueStatus & { flavorUsage?: FlavorResources[]; flavorsUsage?: FlavorResources[] }) | undefined,
+  ) => ({
+    active: s?.conditions?.find((c) => c.type === "Active")?.status === "True",
+    activeMessage: s?.conditions?.find((c) => c.type === "Active")?.message,
+    pendingWorkloads: s?.pendingWorkloads ?? 0,
+    reservingWorkloads: s?.reservingWorkloads ?? 0,
+    admittedWorkloads: s?.admittedWorkloads ?? 0,
+    flavorUsage: Object.fromEntries(
+      (s?.flavorsUsage ?? s?.flavorUsage ?? []).map((f) => [
+        f.name,
+        Object.fromEntries(f.resources.map((r) => [r.name, r.total ?? "0"])),
+      ]),
+    ),
+  })
+
+  return {
+    descriptor: {
+      backendId,
+      kind: "delegated",
+      advertisedAttributes: {
+        ...Object.fromEntries(Object.entries(config.attributes ?? {}).map(([k, v]) => [k, [v]])),
+      },
+      scaleGroups: [],
+      displayName: config.displayName ?? backendId,
+    },
+
+    health: () => contact,
+
+    /**
+     * Kueue places the work: every pending task gets an attempt and its Job's name, except tasks of a
+     * job against a swarm that does not serve yet (`SWARM_ENDPOINT` must mean something).
+     */
+    async schedule(request): Promise<ScheduleResult> {
+      const { ready, pendingReasons } = await awaitingSwarms(runtime.repos, project, request.pending)
+      const assignments: ScheduleResult["assignments"] = []
+      for (const ref of ready) {
+        const attemptUid = request.mintAttemptUid()
+        assignments.push({ ref, attemptUid, submission: jobName(attemptUid) })
+      }
+      return { assignments, preemptions: [], pendingReasons }
+    },
+
+    /**
+     * Create each attempt's Job, suspended, for Kueue to admit; a Job of that name already there (409
+     * AlreadyExists: an earlier try landed) is adopted. The cluster away, busy or refusing swarmplane's
+     * identity defers the rest of the launch (tried again with backoff); a Job the API server refuses
+     * (another 4xx, e.g. 422 Invalid) fails its attempt with Kubernetes' words.
+     */
+    async launch(request): Promise<LaunchResult> {
+      // Nothing is created past the pass's lease (a call still going on is cut off there, and the rest
+      // is deferred): the next holder's create of the same name answers 409 and adopts it.
+      const deadline = Math.min(budgetEnds, request.deadline ?? budgetEnds)
+      return launchAttempts(request, deadline)
+    },
+
+    /**
+     * One pass over the namespace for every live and stopping attempt: a paged LIST of this backend's
+     * Jobs, one of their pods and one of the namespace's Workloads. No live work, no call. What a
+     * failed attempt printed last is added to its message (best effort).
+     */
+    async reconcile(request): Promise<ReconcileResult> {
+      const launched = request.live.filter((ref) => lastAttempt(ref)?.submission)
+      const stopping = request.stopping ?? []
+      const result: Required<Omit<ReconcileResult, "progress">> = {
+        transitions: [],
+        workers: [],
+        waiting: [],
+        unstopped: [],
+      }
+      if (!launched.length && !stopping.length) return result
+      const observed = observeNamespace(launched, stopping, await listNamespace(), runtime.clock.now())
+      for (const message of observed.unknown) runtime.logger.warn(`${project} eks ${backendId}: ${message}`)
+      result.transitions.push(...observed.transitions)
+      result.waiting.push(...observed.waiting)
+      result.unstopped.push(...observed.unstopped)
+      for (const t of result.transitions) {
+        if (t.outcome.kind !== "failed") continue
+        const tail = await this.fetchLogs(t.ref, 2).catch(() => undefined)
+        const said = tail?.lines.filter((line) => line.trim()).join(" | ")
+        if (said)
+          t.outcome = {
+            ...t.outcome,
+            message: `${t.outcome.message ?? t.outcome.reason}; last output: ${said.length > 600 ? `${said.slice(0, 600)}...` : said}`,
+          }
+      }
+      return result
+    },
+
+    /** Delete each attempt's Job (`propagationPolicy=Background`: its pods and Workload go too); one already gone is done. */
+    async stop(effects) {
+      const targets = [...new Set(effects.flatMap((e) => (e.kind === "stop" && e.target ? [e.target] : [])))]
+      for (const target of targets) await contacting((c) => c.jobs.delete(namespace, target))
+    },
+
+    /** The last `tail` lines of the attempt's pod (the newest one of its Job), read with `tailLines`. */
+    async fetchLogs(ref, tail) {
+      const attempt = lastAttempt(ref)
+      const empty = { attemptUid: attempt?.attemptUid ?? "", lines: [], truncated: false }
+      const name = attempt?.target ?? attempt?.submission
+      if (!attempt || !name) return empty
+      const pods = await contacting((c) =>
+        c.pods.list(namespace, { labelSelector: `batch.kubernetes.io/job-name=${name}` }),
+      )
+      const pod = [...pods]
+        .sort((a, b) =>
+          (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? ""),
+        )
+        .at(-1)
+      if (!pod?.metadata.name) return empty
+      const podName = pod.metadata.name
+      const want = Math.max(1, Math.min(tail, MaxLogLines))
+      // One line more than asked tells whether older output was left out.
+      const text = await contacting((c) =>
+        c.pods.log(namespace, podName, { container: ContainerName, tailLines: want + 1 }).catch((error) => {
+          // A pod gone meanwhile, or not started yet, has no log to show: not a failed contact.
+          if (error instanceof KubeApiError && [400, 404].includes(error.status ?? 0)) return ""
+          throw error
+        }),
+      )
+      const lines = text.split("\n")
+      if (lines.at(-1) === "") lines.pop()
+      return {
+        attemptUid: attempt.attemptUid,
+        lines: lines.slice(-want),
+        truncated: lines.length > want,
+        updatedAt: iso(runtime.clock.now()),
+      }
+    },
+
+    /**
+     * The cluster as swarmplane sees it: the EKS cluster (status, version, API server), the backend's
+     * LocalQueue and its ClusterQueue (pending, reserving and admitted Workloads, flavor usage). A
+     * cluster that cannot be reached or refuses swarmplane is unhealthy with the words of the refusal.
+     */
+    async status() {
+      const where = {
+        clusterName: config.clusterName,
+        region: config.region,
+        namespace,
+        localQueue: config.localQueue,
+      }
+      try {
+        const cluster = await contacting(() => access.cluster())
+        const localQueue = await contacting((c) => c.localQueues.get(namespace, config.localQueue))
+        if (!localQueue) {
+          const message = `LocalQueue ${namespace}/${config.localQueue} does not exist in EKS cluster ${config.clusterName}`
+          contact = { healthy: false, message }
+          return {
+            healthy: false,
+            message,
+            detail: { ...where, cluster: { status: cluster.status, version: cluster.version } },
+          }
+        }
+        const cqName = localQueue.spec?.clusterQueue
+        const clusterQueue = cqName ? await contacting((c) => c.clusterQueues.get(cqName)) : undefined
+        const lq = queueView(localQueue.status)
+        const cq = clusterQueue ? queueView(clusterQueue.status) : undefined
+        const detail = {
+          ...where,
+          cluster: { status: cluster.status, version: cluster.version, endpoint: cluster.endpoint },
+          localQueueStatus: lq,
+          clusterQueue: cqName ? { name: cqName, ...(cq ?? { missing: true }) } : undefined,
+        }
+        const message = !clusterQueue
+          ? `ClusterQueue ${cqName ?? "?"} of LocalQueue ${config.localQueue} does not exist`
+          : !cq?.active && cq?.activeMessage
+            ? `ClusterQueue ${cqName} is inactive: ${cq.activeMessage}`
+            : undefined
+        if (message) contact = { healthy: false, message }
+        return { healthy: !message, ...(message ? { message } : {}), detail }
+      } catch (error) {
+        if (!(error instanceof KubeApiError || error instanceof EksAuthError)) throw error
+        return { healthy: false, message: error.message, detail: where }
+      }
+    },
+
+    createOrUpdate: (swarm) => serving.createOrUpdate(swarm),
+    servingStatus: (swarm) => serving.status(swarm),
+    delete: (swarm) => serving.delete(swarm),
+
+    async close() {},
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * The batch/v1 Job swarmplane sends an EKS cluster for one task attempt (backend-contracts.md Part C.1),
+ * built from its own models. Pure: an attempt and the backend's config give a Job.
+ *
+ * The Job's name is deterministic (from the attempt's id), so a pass that crashed after creating it is
+ * answered 409 AlreadyExists on the next try and adopts it instead of making a second. It is labelled
+ * for the backend's Kueue LocalQueue and created suspended: Kueue admits it against the ClusterQueue's
+ * quota and unsuspends it. Every Job and its pods carry swarmplane's labels, which a reconcile pass
+ * lists by (`selectorOf`).
+ */
+import { createHash } from "node:crypto"
+import type { BackendConfigOf } from "../../model/backend"
+import type { Constraint } from "../../model/common"
+import type { JobSpec, Job as SwarmplaneJob } from "../../model/job"
+import type { FieldIssue } from "../../util/errors"
+import type { Job, Toleration } from "./types"
+
+export type EksConfig = BackendConfigOf<"eks">
+
+/** A DNS-1123 label: a Job's name is one (its pods' `job-name` label holds it whole). */
+export const MaxNameLength = 63
+/** The image of a job that names none. */
+export const DefaultJobImage = "nvcr.io/nvidia/pytorch:25.08-py3"
+/** The one container of a task's pod. */
+export const ContainerName = "main"
+/** How long a finished Job stays for a late pass to read before Kubernetes removes it. */
+export const JobTtlSeconds = 3600
+
+export const QueueLabel = "kueue.x-k8s.io/queue-name"
+export const PriorityClassLabel = "kueue.x-k8s.io/priority-class"
+/** swarmplane's labels, on each Job and its pods. */
+export const Labels = {
+  project: "swarmplane.dev/project",
+  backend: "swarmplane.dev/backend",
+  job: "swarmplane.dev/job",
+  task: "swarmplane.dev/task",
+  attempt: "swarmplane.dev/attempt",
+} as const
+
+const hash = (text: string, length: number) =>
+  createHash("sha256").update(text).digest("hex").slice(0, length)
+
+/** `text` as lowercase letters, digits and single dashes, with no dash at either end. */
+function dnsSafe(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+}
+
+/**
+ * The Job of a task attempt: `sp-<attempt id>-<hash of it>`, at most `MaxNameLength`. The hash keeps
+ * two ids apart that differ only in case or are cut alike.
+ */
+export function jobName(attemptUid: string): string {
+  const tag = hash(attemptUid, 8)
+  const room = MaxNameLength - "sp-".length - tag.length - 1
+  const middle = dnsSafe(attemptUid).slice(0, room).replace(/-+$/, "")
+  return middle ? `sp-${middle}-${tag}` : `sp-${tag}`
+}
+
+/** A label value Kubernetes takes (≤ 63, alphanumerics and `-_.` inside): as is, else a digest. */
+export function labelValue(text: string): string {
+  if (text.length <= 63 && /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(text)) return text
+  return `h-${hash(text, 40)}`
+}
+
+/** The label selector of every Job (and pod) of this backend: what one pass lists. */
+export const selectorOf = (project: string, backendId: string) =>
+  `${Labels.project}=${labelValue(project)},${Labels.backend}=${labelValue(backendId)}`
+
+/**
+ * A job's command with a leading `swarmplane-agent` replaced by how the image runs the agent
+ * (`config.agentCommand`): a batch job's shards run `swarmplane-agent run-batch ...`.
+ */
+export function agentArgv(config: Pick<EksConfig, "agentCommand">, command: readonly string[]): string[] {
+  if (command[0] !== "swarmplane-agent") return [...command]
+  return [...config.agentCommand, ...command.slice(1)]
+}
+
+/** Kubernetes' quantity of `cpu` cores: whole cores as they are, fractions in millicores. */
+export const cpuQuantity = (cpu: number) =>
+  Number.isInteger(cpu) ? String(cpu) : `${Math.ceil(cpu * 1000)}m`
+
+/** Kubernetes' node affinity operators, by constraint op (`ge`/`le` on integers become `Gt`/`Lt` by one). */
+function matchExpression(c: Constraint): { key: string; operator: string; values?: string[] } {
+  const value = c.value === undefined ? undefined : String(c.value)
+  const shifted = (by: number) => {
+    const n = Number(value)
+    return Number.isInteger(n) ? String(n + by) : String(value)
+  }
+  switch (c.op) {
+    case "eq":
+      return { key: c.key, operator: "In", values: [value!] }
+    case "ne":
+      return { key: c.key, operator: "NotIn", values: [value!] }
+    case "in":
+      return { key: c.key, operator: "In", values: (c.values ?? []).map(String) }
+    case "exists":
+      return { key: c.key, operator: "Exists" }
+    case "not_exists":
+      return { key: c.key, operator: "DoesNotExist" }
+    case "gt":
+      return { key: c.key, operator: "Gt", values: [value!] }
+    case "ge":
+      return { key: c.key, operator: "Gt", values: [shifted(-1)] }
+    case "lt":
+      return { key: c.key, operator: "Lt", values: [value!] }
+    case "le":
+      return { key: c.key, operator: "Lt", values: [shifted(1)] }
+  }
+}
+
+/**
+ * Where the pod may go: `eq` constraints (and the config's `nodeSelector`) as a node selector, the
+ * others as required node affinity.
+ */
+export function placementOf(
+  constraints: readonly Constraint[],
+  config: Pick<EksConfig, "nodeSelector">,
+): { nodeSelector?: Record<string, string>; affinity?: Record<string, unknown> } {
+  const nodeSelector: Record<string, string> = { ...(config.nodeSelector ?? {}) }
+  const expressions: ReturnType<typeof matchExpression>[] = []
+  for (const c of constraints) {
+    if (c.op === "eq" && c.value !== undefined) nodeSelector[c.key] = String(c.value)
+    else expressions.push(matchExpression(c))
+  }
+  return {
+    ...(Object.keys(nodeSelector).length ? { nodeSelector } : {}),
+    ...(expressions.length
+      ? {
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [{ matchExpressions: expressions }],
+              },
+            },
+          },
+        }
+      : {}),
+  }
+}
+
+export interface JobInput {
+  project: string
+  backendId: string
+  job: Pick<SwarmplaneJob, "id" | "spec">
+  taskIndex: number
+  attemptUid: string
+  config: EksConfig
+  /** The URL of the swarm the job calls (`job.spec.swarm`), once it serves. */
+  swarmUrl?: string
+}
+
+/**
+ * The Job of one task attempt: one pod (`parallelism = completions = 1`; a task is one process),
+ * suspended for Kueue, never retried by Kubernetes (`backoffLimit: 0`, `restartPolicy: Never`: a failed
+ * attempt is retried by swarmplane as a new attempt, under its failure budget, with a Job of its own).
+ * `SHARD_ID`, `NSHARDS`, `ATTEMPT_UID` and `SWARM_ENDPOINT` are set as every backend sets them, after
+ * the job's own environment (they win on a clash). Requests equal limits (quota is counted on requests).
+ */
+export function jobObject({
+  project,
+  backendId,
+  job,
+  taskIndex,
+  attemptUid,
+  config,
+  swarmUrl,
+}: JobInput): Job {
+  const name = jobName(attemptUid)
+  const labels: Record<string, string> = {
+    [Labels.project]: labelValue(project),
+    [Labels.backend]: labelValue(backendId),
+    [Labels.job]: labelValue(job.id),
+    [Labels.task]: String(taskIndex),
+    [Labels.attempt]: labelValue(attemptUid),
+  }
+  const { resources } = job.spec
+  const quantities: Record<string, string> = {
+    cpu: cpuQuantity(resources.cpu),
+    memory: `${resources.memoryMiB}Mi`,
+    ...(resources.gpu > 0 ? { [config.gpuResourceName]: String(resources.gpu) } : {}),
+  }
+  const env = {
+    ...job.spec.env,
+    SHARD_ID: String(taskIndex),
+    NSHARDS: String(job.spec.tasks),
+    ATTEMPT_UID: attemptUid,
+    ...(swarmUrl ? { SWARM_ENDPOINT: swarmUrl } : {}),
+  }
+  const tolerations: Toleration[] = config.tolerations.map((t) => ({ ...t }))
+  return {
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: {
+      name,
+      namespace: config.namespace,
+      labels: {
+        ...labels,
+        [QueueLabel]: config.localQueue,
+        ...(config.workloadPriorityClass ? { [PriorityClassLabel]: config.workloadPriorityClass } : {}),
+      },
+    },
+    spec: {
+      parallelism: 1,
+      completions: 1,
+      backoffLimit: 0,
+      suspend: true,
+      ttlSecondsAfterFinished: JobTtlSeconds,
+      template: {
+        metadata: { labels },
+        spec: {
+          restartPolicy: "Never",
+          ...(config.serviceAccount ? { serviceAccountName: config.serviceAccount } : {}),
+          ...placementOf(job.spec.constraints, config),
+          ...(tolerations.length ? { tolerations } : {}),
+          ...(config.imagePullSecrets.length
+            ? { imagePullSecrets: config.imagePullSecrets.map((s) => ({ name: s })) }
+            : {}),
+          containers: [
+            {
+              name: ContainerName,
+              image: job.spec.image ?? DefaultJobImage,
+              command: agentArgv(config, job.spec.command),
+              env: Object.entries(env).map(([k, value]) => ({ name: k, value })),
+              resources: { requests: quantities, limits: { ...quantities } },
+            },
+          ],
+        },
+      },
+    },
+  }
+}
+
+const LabelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
+
+/**
+ * What the generic job schema lets through but this backend cannot honour, checked at the API (a 400
+ * naming the field): a gang (`coscheduling`: each task is a Job of its own, which Kueue admits alone, so
+ * all-or-nothing placement is not kept yet), and constraint values a node selector or node affinity
+ * cannot carry (a label value; an integer for `gt`/`ge`/`lt`/`le`).
+ */
+export function eksJobIssues(spec: Pick<JobSpec, "constraints" | "coscheduling">): FieldIssue[] {
+  const issues: FieldIssue[] = []
+  if (spec.coscheduling)
+    issues.push({
+      path: "coscheduling",
+      message:
+        "gang scheduling is not supported on eks backends yet (each task is its own Kueue-admitted Job)",
+    })
+  spec.constraints.forEach((c, i) => {
+    const values =
+      c.op === "in" ? (c.values ?? []).map(String) : c.value === undefined ? [] : [String(c.value)]
+    values.forEach((value) => {
+      if (["gt", "ge", "lt", "le"].includes(c.op) && !/^-?\d+$/.test(value))
+        issues.push({
+          path: `constraints.${i}.value`,
+          message: `"${c.op}" on eks compares integers (node affinity Gt/Lt)`,
+        })
+      else if (value.length > 63 || !LabelValue.test(value))
+        issues.push({
+          path: c.op === "in" ? `constraints.${i}.values` : `constraints.${i}.value`,
+          message:
+            "a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+        })
+    })
+  })
+  return issues
+}
