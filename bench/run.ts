@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: every benchmark, each printing a table with ratios against a baseline run in the
- * same process. `npm run bench -- scheduler` (or `store`, `reconcile`, `slurm`, `batch`) runs one.
+ * same process. `npm run bench -- scheduler` (or `store`, `reconcile`, `slurm`, `eks`, `batch`) runs one.
  */
 import { main as batchBench } from "./batch"
+import { main as eksBench } from "./eks"
 import { main as reconcileBench } from "./reconcile"
 import { main as schedulerBench } from "./scheduler"
 import { main as slurmBench } from "./slurm"
@@ -15,6 +16,7 @@ const benches: Record<string, () => Promise<void>> = {
   scheduler: schedulerBench,
   reconcile: reconcileBench,
   slurm: slurmBench,
+  eks: eksBench,
   batch: batchBench,
 }
 const wanted = process.argv.slice(2)
