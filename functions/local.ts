@@ -12,6 +12,9 @@
  *   SWARMPLANE_LOG         debug | info | warn | error (default info)
  *   SWARMPLANE_FAKE_LEPTON 1: also run a fake Lepton workspace, with a `lepton` backend on it (the
  *                          same as `npm start -- --fake-lepton`; needs this checkout's test/ folder)
+ *   SWARMPLANE_FAKE_EKS    1: also run a fake EKS cluster with Kueue, with an `eks` backend on it (the
+ *                          same as `npm start -- --fake-eks`; needs this checkout's test/ folder); its
+ *                          IAM user becomes the process's AWS credentials if the environment has none
  *
  * The same list is in docs/configuration.md. Local worker agents get only PATH, HOME, the locale and
  * a few such variables of this environment (`AgentVariables` in local/provider.ts), never its keys.
@@ -22,6 +25,13 @@ import { join, relative, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { consoleLogger } from "./local/console-logger"
 import { startLocalControlPlane } from "./local/control-plane"
+import {
+  FakeEksBackend,
+  type FakeEksProcess,
+  startFakeEksProcess,
+  useFakeEksCredentials,
+  wireFakeEks,
+} from "./local/fake-eks"
 import {
   FakeLeptonBackend,
   type FakeLeptonProcess,
@@ -62,9 +72,28 @@ if (withFakeLepton && !existsSync(fakeLeptonProgram))
     "SWARMPLANE_FAKE_LEPTON (--fake-lepton) needs the fake Lepton of a full checkout (test/support/fake-lepton/), which this one lacks",
     2,
   )
+const fakeEksSetting = env.SWARMPLANE_FAKE_EKS ?? ""
+if (!["", "0", "1", "false", "true"].includes(fakeEksSetting))
+  fail(`SWARMPLANE_FAKE_EKS must be 1 (run a fake EKS cluster) or 0, got "${fakeEksSetting}"`, 2)
+const withFakeEks =
+  process.argv.slice(2).includes("--fake-eks") || fakeEksSetting === "1" || fakeEksSetting === "true"
+const fakeEksProgram = join(checkout, "test", "support", "fake-kube", "serve.ts")
+if (withFakeEks && !existsSync(fakeEksProgram))
+  fail(
+    "SWARMPLANE_FAKE_EKS (--fake-eks) needs the fake EKS cluster of a full checkout (test/support/fake-kube/), which this one lacks",
+    2,
+  )
 
 // 2. Start, and say where everything is.
 const started = Date.now()
+// The fake EKS starts first: the eks backends read the process's AWS credentials when they first run.
+let fakeEks: { process: FakeEksProcess; ownCredentials: string | undefined; wired: boolean } | undefined
+if (withFakeEks) {
+  const fake = await startFakeEksProcess(fakeEksProgram, checkout, env).catch((error: unknown) =>
+    fail(`swarmplane: ${error instanceof Error ? error.message : String(error)}`, 1),
+  )
+  fakeEks = { process: fake, ownCredentials: useFakeEksCredentials(env, homedir(), fake), wired: false }
+}
 const plane = await startLocalControlPlane({
   dataDir,
   host: env.SWARMPLANE_HOST ?? "127.0.0.1",
@@ -73,7 +102,10 @@ const plane = await startLocalControlPlane({
   cliConfigDir,
   agentEnv: env,
   ...(adminKey ? { adminKey } : {}),
-}).catch((error: unknown) => fail(`swarmplane: ${error instanceof Error ? error.message : String(error)}`, 1))
+}).catch(async (error: unknown) => {
+  await fakeEks?.process.stop()
+  return fail(`swarmplane: ${error instanceof Error ? error.message : String(error)}`, 1)
+})
 let fakeLepton: { process: FakeLeptonProcess; wired: boolean } | undefined
 if (withFakeLepton) {
   const fake = await startFakeLeptonProcess(fakeLeptonProgram, checkout, env).catch(
@@ -88,6 +120,14 @@ if (withFakeLepton) {
     return fail(`swarmplane: the fake Lepton: ${error instanceof Error ? error.message : String(error)}`, 1)
   })
   fakeLepton = { process: fake, wired }
+}
+if (fakeEks) {
+  const fake = fakeEks.process
+  fakeEks.wired = await wireFakeEks(plane, fake).catch(async (error: unknown) => {
+    await plane.stop()
+    await fake.stop()
+    return fail(`swarmplane: the fake EKS: ${error instanceof Error ? error.message : String(error)}`, 1)
+  })
 }
 const rel = relative(process.cwd(), dataDir)
 const shownDir = rel === "" ? "." : rel.startsWith("..") ? dataDir : rel
@@ -113,6 +153,27 @@ if (fakeLepton) {
       logger.warn(`the fake Lepton exited (code ${code}); the backend on it fails until the next start`)
   })
 }
+if (fakeEks) {
+  const { process: fake, ownCredentials, wired } = fakeEks
+  const where = `fake EKS cluster "${fake.clusterName}" on ${fake.eksUrl} (pid ${fake.pid})`
+  logger.info(
+    wired
+      ? `${where}, backend "${FakeEksBackend}" runs on it (LocalQueue ${fake.namespace}/${fake.localQueue}): try swarmplane job submit --backend ${FakeEksBackend} --tasks 2 -- sh -c 'echo shard $SHARD_ID', or POST /v1/jobs with "backendId": "${FakeEksBackend}"`
+      : `${where}; a backend "${FakeEksBackend}" already exists and is left as it is: register another one on the fake (clusterName ${fake.clusterName}, region ${fake.region}, endpoint ${fake.eksUrl}, namespace ${fake.namespace}, localQueue ${fake.localQueue}) to use it`,
+  )
+  if (ownCredentials === undefined)
+    logger.info(
+      `this environment has no AWS credentials: the plane uses the fake's IAM user ${fake.accessKeyId} as its own (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY of this process)`,
+    )
+  else
+    logger.warn(
+      `this environment has AWS credentials of its own (${ownCredentials}), which the plane keeps and the fake does not accept: an eks backend on the fake fails to authenticate; start without them to try it`,
+    )
+  void fake.exited.then((code) => {
+    if (!stopping)
+      logger.warn(`the fake EKS exited (code ${code}); the backend on it fails until the next start`)
+  })
+}
 
 // 3. Run until a signal.
 let stopping = false
@@ -125,6 +186,7 @@ const stop = async (why: string) => {
   logger.info(`${why}: stopping`)
   await plane.stop()
   await fakeLepton?.process.stop()
+  await fakeEks?.process.stop()
   process.exit(0)
 }
 process.on("SIGINT", () => void stop("SIGINT"))
