@@ -5,11 +5,12 @@
  * so a create whose answer was lost is found again (409 AlreadyExists) and adopted rather than made
  * twice. A reconcile pass lists the namespace's Jobs, Pods and Kueue Workloads by swarmplane's label
  * selector (a few paged LISTs, whatever the number of live attempts). Each swarm is a Deployment and a
- * Service (serving.ts). Every contact is recorded as the backend's health; the cluster token never
- * appears in a message.
+ * Service (serving.ts). A batch shard's progress counters come from its pod's log (../progress-log.ts).
+ * Every contact is recorded as the backend's health; the cluster token never appears in a message.
  */
 import type { Backend } from "../../model/backend"
 import { iso } from "../../util/clock"
+import { progressReads, readProgressLogs } from "../progress-log"
 import type {
   BackendDeps,
   LaunchRequest,
@@ -24,10 +25,10 @@ import type {
 import { awaitingSwarms } from "../swarm-gate"
 import { accessOptionsOf, EksAuthError, eksAccess } from "./auth"
 import { KubeApiError, type KubeClient, kubeClient } from "./client"
-import { indexNamespace, LostAfterMs, observeNamespace } from "./observe"
+import { indexNamespace, LostAfterMs, type NamespaceIndex, observeNamespace } from "./observe"
 import { EksServing } from "./serving"
 import { ContainerName, type EksConfig, jobName, jobObject, selectorOf } from "./spec"
-import type { FlavorResources, QueueStatus } from "./types"
+import type { FlavorResources, Pod, QueueStatus } from "./types"
 
 export { LostAfterMs }
 
@@ -40,10 +41,20 @@ export const CallRetries = 2
 export const CallBackoffMs = 250
 /** Lines of a pod's log `fetchLogs` asks for at most (`tailLines`): a log is never read whole. */
 export const MaxLogLines = 10_000
+/**
+ * Lines of a batch shard's pod log a pass reads for its progress (`tailLines`): its runner prints a
+ * progress line at each change of its counters, so the last one is among the newest few.
+ */
+export const ProgressLogLines = 200
 /** The Workloads of batch/v1 Jobs (Kueue labels each with its Job's uid): one LIST per pass. */
 export const WorkloadSelector = "kueue.x-k8s.io/job-uid"
 
 const lastAttempt = (ref: TaskRef) => ref.task.data.attempts.at(-1)
+/** A Job's newest pod (the one whose log is the attempt's latest output). */
+const newestPod = (pods: readonly Pod[]) =>
+  [...pods]
+    .sort((a, b) => (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? ""))
+    .at(-1)
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 /**
@@ -114,6 +125,35 @@ export function EksBackend(
       ]),
     )
     return indexNamespace(jobs, pods, workloads)
+  }
+
+  /**
+   * The progress of a few batch shards (`progressReads` picks which), from the newest lines of their
+   * Jobs' newest pods' logs, as listed in this pass: one GET each, a few at once, within the progress
+   * budget. Best effort and no contact: a read that fails is logged at debug, and the health stays what
+   * the listing made it. A finished pod's log is served too, so a shard that ended shows its last counters.
+   */
+  function readProgress(
+    launched: readonly TaskRef[],
+    index: NamespaceIndex,
+    transitions: ReconcileResult["transitions"],
+  ) {
+    const reads = progressReads(launched, transitions, Math.floor(runtime.clock.now() / 1000))
+    return readProgressLogs(
+      reads,
+      async (_ref, attempt, until) => {
+        const name = attempt.target ?? attempt.submission
+        const pod = newestPod((name && index.pods.get(name)) || [])
+        if (!pod?.metadata.name) return undefined
+        return client(Math.min(budgetEnds, until)).pods.log(namespace, pod.metadata.name, {
+          container: ContainerName,
+          tailLines: ProgressLogLines,
+        })
+      },
+      runtime.clock,
+      runtime.logger,
+      `${project} eks ${backendId}`,
+    )
   }
 
   /** `launch` under its deadline (see there). */
@@ -236,7 +276,8 @@ export function EksBackend(
     /**
      * One pass over the namespace for every live and stopping attempt: a paged LIST of this backend's
      * Jobs, one of their pods and one of the namespace's Workloads. No live work, no call. What a
-     * failed attempt printed last is added to its message (best effort).
+     * failed attempt printed last is added to its message, and a few batch shards' progress is read from
+     * their logs (`readProgress`); both best effort.
      */
     async reconcile(request): Promise<ReconcileResult> {
       const launched = request.live.filter((ref) => lastAttempt(ref)?.submission)
@@ -248,7 +289,8 @@ export function EksBackend(
         unstopped: [],
       }
       if (!launched.length && !stopping.length) return result
-      const observed = observeNamespace(launched, stopping, await listNamespace(), runtime.clock.now())
+      const index = await listNamespace()
+      const observed = observeNamespace(launched, stopping, index, runtime.clock.now())
       for (const message of observed.unknown) runtime.logger.warn(`${project} eks ${backendId}: ${message}`)
       result.transitions.push(...observed.transitions)
       result.waiting.push(...observed.waiting)
@@ -263,7 +305,8 @@ export function EksBackend(
             message: `${t.outcome.message ?? t.outcome.reason}; last output: ${said.length > 600 ? `${said.slice(0, 600)}...` : said}`,
           }
       }
-      return result
+      const progress = await readProgress(launched, index, result.transitions)
+      return progress.length ? { ...result, progress } : result
     },
 
     /** Delete each attempt's Job (`propagationPolicy=Background`: its pods and Workload go too); one already gone is done. */
@@ -281,11 +324,7 @@ export function EksBackend(
       const pods = await contacting((c) =>
         c.pods.list(namespace, { labelSelector: `batch.kubernetes.io/job-name=${name}` }),
       )
-      const pod = [...pods]
-        .sort((a, b) =>
-          (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? ""),
-        )
-        .at(-1)
+      const pod = newestPod(pods)
       if (!pod?.metadata.name) return empty
       const podName = pod.metadata.name
       const want = Math.max(1, Math.min(tail, MaxLogLines))

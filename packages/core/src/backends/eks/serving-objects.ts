@@ -15,7 +15,15 @@
 import { createHash } from "node:crypto"
 import type { Swarm } from "../../model/swarm"
 import { BackendError } from "../../util/errors"
-import { cpuQuantity, type EksConfig, Labels, labelValue, PriorityClassLabel, QueueLabel } from "./spec"
+import {
+  cpuQuantity,
+  type EksConfig,
+  Labels,
+  labelValue,
+  literalArgv,
+  PriorityClassLabel,
+  QueueLabel,
+} from "./spec"
 import type { Deployment, KubeObject, PodSpec, Service } from "./types"
 
 /** The server of a swarm that names no image: vLLM's OpenAI-compatible one. */
@@ -118,7 +126,7 @@ export function deploymentObject(input: ServingInput): Deployment {
       {
         name: "server",
         image: swarm.image ?? DefaultServingImage,
-        command: servingCommand(swarm),
+        command: literalArgv(servingCommand(swarm)),
         env: Object.entries(env).map(([k, value]) => ({ name: k, value })),
         ports: [{ name: "http", containerPort: swarm.port, protocol: "TCP" }],
         readinessProbe: { httpGet: { path: swarm.healthPath, port: "http" }, periodSeconds: 5 },

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest"
 import { BackendConfig } from "../../model/backend"
-import { JobSpec } from "../../model/job"
+import { JobRequest, JobSpec, specOf } from "../../model/job"
 import {
   cpuQuantity,
   type EksConfig,
@@ -45,6 +45,19 @@ describe("labels", () => {
 })
 
 describe("jobObject", () => {
+  test("a command reaches the container as written: Kubernetes would expand $(VAR) and fold $$, so each $ is doubled", () => {
+    const made = jobObject({
+      project: "default",
+      backendId: "k8s",
+      job: job({ command: ["sh", "-c", 'echo "$HOME $$ $(MISSING)"'] }),
+      taskIndex: 0,
+      attemptUid: "a-1",
+      config: config(),
+    })
+    const container = made.spec!.template.spec!.containers[0]!
+    expect(container.command).toEqual(["sh", "-c", 'echo "$$HOME $$$$ $$(MISSING)"'])
+  })
+
   test("a suspended Job for the LocalQueue, never retried by Kubernetes, with requests and limits and swarmplane's env", () => {
     const made = jobObject({
       project: "default",
@@ -108,6 +121,27 @@ describe("jobObject", () => {
     expect(spec.containers[0]!.command).toEqual(["node", "/opt/agent.mjs", "run-batch", "--input", "x"])
     expect(Object.keys(spec.containers[0]!.resources!.requests!)).toEqual(["cpu", "memory"])
     expect((spec as { imagePullSecrets?: unknown }).imagePullSecrets).toEqual([{ name: "regcred" }])
+  })
+
+  test("a batch job's shards are told to print their progress to their log, where a pass reads it; a plain job is not", () => {
+    const envOf = (spec: JobSpec) =>
+      Object.fromEntries(
+        jobObject({
+          project: "default",
+          backendId: "k8s",
+          job: { id: "j-batch", spec },
+          taskIndex: 1,
+          attemptUid: "a-3",
+          config: config(),
+        }).spec!.template.spec.containers[0]!.env!.map((e) => [e.name, e.value]),
+      )
+    const batch = specOf(
+      JobRequest.parse({ swarm: "llm", tasks: 4, batch: { input: "/data/rows.jsonl", output: "/data/out" } }),
+    )
+    expect(envOf(batch)).toMatchObject({ SWARMPLANE_PROGRESS_STDOUT: "1", SHARD_ID: "1", NSHARDS: "4" })
+    expect(envOf(JobSpec.parse({ command: ["python", "infer.py"] }))).not.toHaveProperty(
+      "SWARMPLANE_PROGRESS_STDOUT",
+    )
   })
 })
 

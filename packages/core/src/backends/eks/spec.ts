@@ -13,6 +13,7 @@ import type { BackendConfigOf } from "../../model/backend"
 import type { Constraint } from "../../model/common"
 import type { JobSpec, Job as SwarmplaneJob } from "../../model/job"
 import type { FieldIssue } from "../../util/errors"
+import { ProgressStdoutVariable } from "../progress-log"
 import type { Job, Toleration } from "./types"
 
 export type EksConfig = BackendConfigOf<"eks">
@@ -77,6 +78,13 @@ export function agentArgv(config: Pick<EksConfig, "agentCommand">, command: read
   if (command[0] !== "swarmplane-agent") return [...command]
   return [...config.agentCommand, ...command.slice(1)]
 }
+
+/**
+ * `argv` as Kubernetes must be given it to run it as written: it expands `$(VAR)` in a container's
+ * command and args and turns `$$` into `$`, so every `$` is doubled (a shell's `$HOME` or `$$` then
+ * reaches the shell unchanged, as on every other backend).
+ */
+export const literalArgv = (argv: readonly string[]) => argv.map((arg) => arg.replaceAll("$", "$$$$"))
 
 /** Kubernetes' quantity of `cpu` cores: whole cores as they are, fractions in millicores. */
 export const cpuQuantity = (cpu: number) =>
@@ -157,7 +165,9 @@ export interface JobInput {
  * suspended for Kueue, never retried by Kubernetes (`backoffLimit: 0`, `restartPolicy: Never`: a failed
  * attempt is retried by swarmplane as a new attempt, under its failure budget, with a Job of its own).
  * `SHARD_ID`, `NSHARDS`, `ATTEMPT_UID` and `SWARM_ENDPOINT` are set as every backend sets them, after
- * the job's own environment (they win on a clash). Requests equal limits (quota is counted on requests).
+ * the job's own environment (they win on a clash), and for a batch job `SWARMPLANE_PROGRESS_STDOUT=1`
+ * (its runner prints its progress to its log, where a pass reads it). Requests equal limits (quota is
+ * counted on requests).
  */
 export function jobObject({
   project,
@@ -188,6 +198,7 @@ export function jobObject({
     NSHARDS: String(job.spec.tasks),
     ATTEMPT_UID: attemptUid,
     ...(swarmUrl ? { SWARM_ENDPOINT: swarmUrl } : {}),
+    ...(job.spec.batch ? { [ProgressStdoutVariable]: "1" } : {}),
   }
   const tolerations: Toleration[] = config.tolerations.map((t) => ({ ...t }))
   return {
@@ -222,7 +233,7 @@ export function jobObject({
             {
               name: ContainerName,
               image: job.spec.image ?? DefaultJobImage,
-              command: agentArgv(config, job.spec.command),
+              command: literalArgv(agentArgv(config, job.spec.command)),
               env: Object.entries(env).map(([k, value]) => ({ name: k, value })),
               resources: { requests: quantities, limits: { ...quantities } },
             },

@@ -13,6 +13,7 @@ import { createHash } from "node:crypto"
 import type { BackendConfigOf } from "../../model/backend"
 import type { Job } from "../../model/job"
 import type { Swarm } from "../../model/swarm"
+import { ProgressStdoutVariable } from "../progress-log"
 import type {
   EnvVar,
   LeptonDeploymentBody,
@@ -33,11 +34,6 @@ export const MaxNameLength = 36
 export const DefaultJobImage = "nvcr.io/nvidia/pytorch:25.08-py3"
 /** The server of a swarm that names no image: vLLM's OpenAI-compatible one. */
 export const DefaultServingImage = "vllm/vllm-openai:latest"
-/**
- * Set in a batch job's shards: the batch runner then prints its progress as lines of its log, where the
- * backend reads them (Lepton has no file of the task's for it to read, as Slurm's backend does).
- */
-export const ProgressStdoutVariable = "SWARMPLANE_PROGRESS_STDOUT"
 /** How long a finished job stays listed before Lepton archives it: long enough to be seen by a late pass. */
 export const JobTtlSeconds = 3600
 
