@@ -14,6 +14,7 @@ import type { Backend } from "../../model/backend"
 import type { Swarm } from "../../model/swarm"
 import { iso } from "../../util/clock"
 import { BackendError, VisibleError } from "../../util/errors"
+import { progressReads } from "../progress-log"
 import type {
   BackendDeps,
   LaunchRequest,
@@ -28,7 +29,6 @@ import type {
 import { awaitingSwarms } from "../swarm-gate"
 import { LeptonApiError, type LeptonClient, type LogTailLimits, leptonClient } from "./client"
 import { LeptonNodeGroups } from "./node-groups"
-import { progressReads } from "../progress-log"
 import { indexJobs, type JobIndex, LostAfterMs, observeJobs } from "./observe"
 import { readProgress } from "./progress"
 import { deploymentOf, LeptonServing } from "./serving"
