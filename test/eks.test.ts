@@ -3,7 +3,8 @@
  * running Kueue whose pods are real local processes, and the backend registered through swarmplane's
  * API. Jobs are admitted within the ClusterQueue's quota and run, wait with Kueue's words while over
  * it, fail with an OOMKilled pod's reason and are retried, are preempted and requeued, are cancelled
- * (the Job deleted with Background propagation), and a create whose answer was lost is adopted. A
+ * (the Job deleted with Background propagation), and a create whose answer was lost is adopted. A gang
+ * is one Indexed Job Kueue admits whole or not at all, and a member's failure retries it whole. A
  * refused identity is the backend's error and does not hold another backend up; an expired token is
  * signed again.
  */
@@ -237,6 +238,127 @@ describe.skipIf(!hasKubectl())("kubectl", () => {
   })
 })
 
+/** The gang Job an attempt belongs to: its `submission` is `<job>#<completion index>`. */
+const gangJobOf = (attempt: { submission?: string; target?: string }) =>
+  String(attempt.target ?? attempt.submission).split("#")[0]!
+
+describe("gangs", () => {
+  test("a 3-member gang with room for 2 in the ClusterQueue waits whole (none runs), then runs all 3 once quota frees", {
+    timeout: 90_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "eks-gang-"))
+    try {
+      const go = join(dir, "go")
+      // Holds 1 of the 2 CPUs until told to end: room for 2 of the gang's 3 half-CPU members.
+      const blocker = await e.submit("k8s", {
+        resources: { cpu: 1, memoryMiB: 256 },
+        command: ["sh", "-c", `while [ ! -e '${go}' ]; do sleep 0.2; done`],
+      })
+      await until(
+        "the blocker to run",
+        async () => (await e.job(blocker)).tasks[0].state === "RUNNING",
+        30_000,
+      )
+      const gang = await e.submit("k8s", {
+        tasks: 3,
+        coscheduling: {},
+        resources: small,
+        command: ["sh", "-c", 'echo "member $SHARD_ID attempt $ATTEMPT_UID"'],
+      })
+      const waiting = await until(
+        "the gang to wait for quota",
+        async () => {
+          const j = await e.job(gang)
+          return (
+            j.tasks.length === 3 &&
+            j.tasks.every((t: { pendingReason?: string }) =>
+              /insufficient unused quota/.test(t.pendingReason ?? ""),
+            ) &&
+            j
+          )
+        },
+        30_000,
+      )
+      expect(waiting.tasks.map((t: { state: string }) => t.state)).not.toContain("RUNNING")
+      const names = new Set(
+        waiting.tasks.map((t: { attempts: { submission: string }[] }) => gangJobOf(t.attempts.at(-1)!)),
+      )
+      expect(names.size).toBe(1)
+      const held = e.fake.object(Types.jobs, "team-a", [...names][0] as string) as {
+        spec: { suspend: boolean; completionMode: string; parallelism: number; completions: number }
+        status?: { active?: number }
+      }
+      expect(held.spec).toMatchObject({
+        suspend: true,
+        completionMode: "Indexed",
+        parallelism: 3,
+        completions: 3,
+      })
+      expect(held.status?.active ?? 0).toBe(0)
+
+      writeFileSync(go, "")
+      expect((await e.finished(blocker)).status).toBe("SUCCEEDED")
+      const done = await e.finished(gang)
+      expect(done.status).toBe("SUCCEEDED")
+      for (const task of done.tasks) {
+        expect(task.attempts).toHaveLength(1)
+        const logs = (await e.p.call("GET", `/v1/jobs/${gang}/tasks/${task.index}/logs?tail=5`)).json
+        expect(logs.lines).toEqual([`member ${task.index} attempt ${task.attempts[0].attemptUid}`])
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test("a gang whose member fails is retried whole (its gang-mates stopped, their Job deleted) and SUCCEEDS", {
+    timeout: 90_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "eks-gang-"))
+    try {
+      const failed = join(dir, "failed")
+      const go = join(dir, "go")
+      // Member 1 fails its first run; its second run lets the others end. Members 0 and 2 wait for
+      // that, so their first run can only end by being stopped.
+      const script = [
+        `if [ "$SHARD_ID" = 1 ]; then`,
+        `  if [ ! -e '${failed}' ]; then touch '${failed}'; exit 3; fi`,
+        `  touch '${go}'; exit 0`,
+        "fi",
+        `while [ ! -e '${go}' ]; do sleep 0.2; done`,
+      ].join("\n")
+      const id = await e.submit("k8s", {
+        tasks: 3,
+        coscheduling: {},
+        resources: small,
+        maxRetriesFailure: 1,
+        command: ["sh", "-c", script],
+      })
+      const done = await e.finished(id)
+      expect(done.status).toBe("SUCCEEDED")
+      const byIndex = new Map(done.tasks.map((t: { index: number }) => [t.index, t])) as Map<
+        number,
+        { attempts: { state: string; submission: string; target?: string; exitCode?: number }[] }
+      >
+      expect(byIndex.get(1)!.attempts.map((a) => a.state)).toEqual(["FAILED", "SUCCEEDED"])
+      expect(byIndex.get(1)!.attempts[0]!.exitCode).toBe(3)
+      for (const i of [0, 2])
+        expect(byIndex.get(i)!.attempts.map((a) => a.state)).toEqual(["KILLED", "SUCCEEDED"])
+      const first = new Set([...byIndex.values()].map((t) => gangJobOf(t.attempts[0]!)))
+      const second = new Set([...byIndex.values()].map((t) => gangJobOf(t.attempts[1]!)))
+      expect(first.size).toBe(1)
+      expect(second.size).toBe(1)
+      expect([...first][0]).not.toBe([...second][0])
+      await until(
+        "the first gang Job to be deleted",
+        async () => !e.fake.object(Types.jobs, "team-a", [...first][0]!),
+        20_000,
+      )
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
 describe("batching", () => {
   test("20 tasks are observed with a few LISTs per pass (Jobs, pods, Workloads), never a read per task", {
     timeout: 60_000,
@@ -316,6 +438,61 @@ describe("adoption", () => {
       expect(e.fake.object(Types.jobs, "team-a", target)).toBeUndefined()
   })
 
+  test("a gang's second launch adopts its one Indexed Job; one member's stop deletes it for all", {
+    timeout: 60_000,
+  }, async () => {
+    const record = (await e.p.call("GET", "/v1/backends/k8s")).json
+    const runtime = e.p.plane.runtime
+    const backend = createBackend(record, runtime)
+    const created = await runtime.transitions.jobs.create(
+      "default",
+      "job-gang-adopt-test",
+      JobSpec.parse({ command: ["sleep", "30"], tasks: 3, coscheduling: {}, resources: small }),
+      "other",
+    )
+    const tasks = (await runtime.repos.jobs.load("default", created.id))!.tasks
+    let minted = 0
+    const plan = await backend.schedule({
+      pending: tasks.map((task) => ({ job: created, task })),
+      live: [],
+      mintAttemptUid: () => `a-gang-${minted++}`,
+    })
+    const name = jobName("a-gang-0")
+    expect(plan.assignments.map((a) => a.submission).sort()).toEqual([`${name}#0`, `${name}#1`, `${name}#2`])
+    const assigned = plan.assignments.map((a) => ({
+      job: created,
+      task: {
+        ...a.ref.task,
+        data: {
+          ...a.ref.task.data,
+          state: "ASSIGNED" as const,
+          attempts: [
+            {
+              attemptUid: a.attemptUid,
+              state: "ASSIGNED" as const,
+              submission: a.submission!,
+              createdAt: created.createdAt,
+            },
+          ],
+        },
+      },
+    }))
+    const posts = jobsOf("team-a").length
+    const first = await backend.launch({ attempts: assigned })
+    const again = await backend.launch({ attempts: assigned })
+    expect(first.failed).toEqual([])
+    expect(first.launched.map((x) => x.target).sort()).toEqual([`${name}#0`, `${name}#1`, `${name}#2`])
+    expect(again.failed).toEqual([])
+    expect(again.launched.map((x) => x.target).sort()).toEqual(first.launched.map((x) => x.target).sort())
+    // One create per launch: the second answered 409 and adopted the first's Job.
+    expect(jobsOf("team-a").length - posts).toBe(2)
+    const ours = e.fake.object(Types.jobs, "team-a", name) as { spec: { completions: number } }
+    expect(ours.spec.completions).toBe(3)
+    await backend.stop([{ kind: "stop" as const, attemptUid: "", target: `${name}#1` }])
+    await backend.close()
+    expect(e.fake.object(Types.jobs, "team-a", name)).toBeUndefined()
+  })
+
   test("a create answered 503 is deferred and the rest of the launch with it; nothing is created past the lease", {
     timeout: 60_000,
   }, async () => {
@@ -390,17 +567,6 @@ describe("adoption", () => {
 })
 
 describe("faults", () => {
-  test("a gang job is refused at the API by field, as the backend cannot keep it all-or-nothing yet", async () => {
-    const res = await e.p.call("POST", "/v1/jobs", {
-      backendId: "k8s",
-      tasks: 2,
-      coscheduling: {},
-      command: ["true"],
-    })
-    expect(res.status, JSON.stringify(res.json)).toBe(400)
-    expect(JSON.stringify(res.json.error)).toMatch(/coscheduling/)
-  })
-
   test("a 403 is the backend's error in GET /v1/backends/{id} and does not stall another backend", {
     timeout: 90_000,
   }, async () => {

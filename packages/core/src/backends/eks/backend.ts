@@ -3,8 +3,10 @@
  * talks to the cluster's Kubernetes API (backend-contracts.md Parts B-D). Each task attempt is one
  * batch/v1 Job, named from the attempt's id before it is sent and created suspended for Kueue to admit,
  * so a create whose answer was lost is found again (409 AlreadyExists) and adopted rather than made
- * twice. A reconcile pass lists the namespace's Jobs, Pods and Kueue Workloads by swarmplane's label
- * selector (a few paged LISTs, whatever the number of live attempts). Each swarm is a Deployment and a
+ * twice. A gang (`coscheduling`) is one Indexed Job of all its members, which Kueue admits whole or
+ * not at all; each member's attempt is one completion index of it (`<job>#<index>`). A reconcile pass
+ * lists the namespace's Jobs, Pods and Kueue Workloads by swarmplane's label selector (a few paged
+ * LISTs, whatever the number of live attempts). Each swarm is a Deployment and a
  * Service (serving.ts). A batch shard's progress counters come from its pod's log (../progress-log.ts).
  * Every contact is recorded as the backend's health; the cluster token never appears in a message.
  */
@@ -27,7 +29,17 @@ import { accessOptionsOf, EksAuthError, eksAccess } from "./auth"
 import { KubeApiError, type KubeClient, kubeClient } from "./client"
 import { indexNamespace, LostAfterMs, type NamespaceIndex, observeNamespace } from "./observe"
 import { EksServing } from "./serving"
-import { ContainerName, type EksConfig, jobName, jobObject, selectorOf } from "./spec"
+import {
+  CompletionIndexLabel,
+  ContainerName,
+  type EksConfig,
+  gangJobObject,
+  gangSubmission,
+  jobName,
+  jobObject,
+  parseSubmission,
+  selectorOf,
+} from "./spec"
 import type { FlavorResources, Pod, QueueStatus } from "./types"
 
 export { LostAfterMs }
@@ -50,6 +62,9 @@ export const ProgressLogLines = 200
 export const WorkloadSelector = "kueue.x-k8s.io/job-uid"
 
 const lastAttempt = (ref: TaskRef) => ref.task.data.attempts.at(-1)
+/** The pods of an attempt's Job that are its own: a gang member's are those of its completion index. */
+const podsOfMember = (pods: readonly Pod[], index: number | undefined) =>
+  index === undefined ? pods : pods.filter((p) => p.metadata.labels?.[CompletionIndexLabel] === String(index))
 /** A Job's newest pod (the one whose log is the attempt's latest output). */
 const newestPod = (pods: readonly Pod[]) =>
   [...pods]
@@ -142,8 +157,8 @@ export function EksBackend(
     return readProgressLogs(
       reads,
       async (_ref, attempt, until) => {
-        const name = attempt.target ?? attempt.submission
-        const pod = newestPod((name && index.pods.get(name)) || [])
+        const { name, index: member } = parseSubmission(attempt.target ?? attempt.submission ?? "")
+        const pod = newestPod(podsOfMember(index.pods.get(name) ?? [], member))
         if (!pod?.metadata.name) return undefined
         return client(Math.min(budgetEnds, until)).pods.log(namespace, pod.metadata.name, {
           container: ContainerName,
@@ -162,26 +177,44 @@ export function EksBackend(
     const result: Required<LaunchResult> = { launched: [], failed: [], deferred: [] }
     let away: string | undefined
     const swarmUrls = new Map<string, string | undefined>()
+    // One Job per submission's name: a gang's members (`<job>#<index>`) go out together as one.
+    const bySubmission = new Map<string, TaskRef[]>()
     for (const ref of attempts) {
-      const attempt = lastAttempt(ref)!
+      const { name } = parseSubmission(lastAttempt(ref)!.submission!)
+      bySubmission.set(name, [...(bySubmission.get(name) ?? []), ref])
+    }
+    for (const [submitted, group] of bySubmission) {
+      const indexOf = (ref: TaskRef) => parseSubmission(lastAttempt(ref)!.submission!).index
+      const members = [...group].sort((a, b) => (indexOf(a) ?? 0) - (indexOf(b) ?? 0))
+      const gang = members.some((ref) => indexOf(ref) !== undefined)
       if (away || runtime.clock.now() >= deadline) {
-        result.deferred.push({ ref, message: away ?? "the pass's lease ends; submitted by a later pass" })
+        for (const ref of members)
+          result.deferred.push({ ref, message: away ?? "the pass's lease ends; submitted by a later pass" })
         continue
       }
+      const ref = members[0]!
+      const attempt = lastAttempt(ref)!
       const swarm = ref.job.spec.swarm
       if (swarm && !swarmUrls.has(swarm))
         swarmUrls.set(swarm, (await runtime.repos.swarms.get(project, swarm))?.url)
       const swarmUrl = swarm ? swarmUrls.get(swarm) : undefined
-      const object = jobObject({
-        project,
-        backendId,
-        job: ref.job,
-        taskIndex: ref.task.data.index,
-        attemptUid: attempt.attemptUid,
-        config,
-        ...(swarmUrl ? { swarmUrl } : {}),
-      })
+      const common = { project, backendId, job: ref.job, config, ...(swarmUrl ? { swarmUrl } : {}) }
+      const object = gang
+        ? gangJobObject({
+            ...common,
+            members: members.map((m) => ({
+              taskIndex: m.task.data.index,
+              attemptUid: lastAttempt(m)!.attemptUid,
+            })),
+          })
+        : jobObject({ ...common, taskIndex: ref.task.data.index, attemptUid: attempt.attemptUid })
       const name = object.metadata.name!
+      if (name !== submitted || (gang && members.some((m, i) => indexOf(m) !== i))) {
+        // A gang launched with some of its members only would be a Job of the wrong size: fail it whole.
+        for (const m of members)
+          result.failed.push({ ref: m, message: `gang Job ${submitted} is missing members in this launch` })
+        continue
+      }
       try {
         // A request the API server refuses is the job's fault, not the cluster's: answered inside the
         // contact, so the backend stays healthy.
@@ -199,18 +232,19 @@ export function EksBackend(
             ),
           deadline,
         )
-        if (made.refused) result.failed.push({ ref, message: made.refused.message })
+        if (made.refused)
+          for (const m of members) result.failed.push({ ref: m, message: made.refused.message })
         else {
           if (made.adopted)
             runtime.logger.info(
               `${project} eks ${backendId}: adopted Job ${namespace}/${name} from an earlier submit`,
             )
-          result.launched.push({ ref, target: name })
+          for (const m of members) result.launched.push({ ref: m, target: lastAttempt(m)!.submission! })
         }
       } catch (error) {
         if (!transient(error)) throw error
         away = messageOf(error)
-        result.deferred.push({ ref, message: away })
+        for (const m of members) result.deferred.push({ ref: m, message: away })
       }
     }
     return result
@@ -248,14 +282,38 @@ export function EksBackend(
 
     /**
      * Kueue places the work: every pending task gets an attempt and its Job's name, except tasks of a
-     * job against a swarm that does not serve yet (`SWARM_ENDPOINT` must mean something).
+     * job against a swarm that does not serve yet (`SWARM_ENDPOINT` must mean something). A gang's
+     * pending members share one Job, named from the first member's attempt: member `i` (by task index)
+     * is its completion index `i` (`<job>#<i>`). A new gang whose tasks are not all written yet waits.
      */
     async schedule(request): Promise<ScheduleResult> {
       const { ready, pendingReasons } = await awaitingSwarms(runtime.repos, project, request.pending)
       const assignments: ScheduleResult["assignments"] = []
+      const gangs = new Map<string, TaskRef[]>()
       for (const ref of ready) {
+        if (ref.job.spec.coscheduling) {
+          gangs.set(ref.job.id, [...(gangs.get(ref.job.id) ?? []), ref])
+          continue
+        }
         const attemptUid = request.mintAttemptUid()
         assignments.push({ ref, attemptUid, submission: jobName(attemptUid) })
+      }
+      for (const refs of gangs.values()) {
+        const job = refs[0]!.job
+        const fresh = refs.every((ref) => ref.task.data.attempts.length === 0)
+        if (fresh && refs.length < job.spec.tasks) {
+          for (const ref of refs)
+            pendingReasons.set(
+              `${job.id}/${ref.task.data.index}`,
+              "waiting for the gang's tasks to be written",
+            )
+          continue
+        }
+        const members = [...refs].sort((a, b) => a.task.data.index - b.task.data.index)
+        const uids = members.map(() => request.mintAttemptUid())
+        const name = jobName(uids[0]!)
+        for (const [i, ref] of members.entries())
+          assignments.push({ ref, attemptUid: uids[i]!, submission: gangSubmission(name, i) })
       }
       return { assignments, preemptions: [], pendingReasons }
     },
@@ -309,9 +367,16 @@ export function EksBackend(
       return progress.length ? { ...result, progress } : result
     },
 
-    /** Delete each attempt's Job (`propagationPolicy=Background`: its pods and Workload go too); one already gone is done. */
+    /**
+     * Delete each attempt's Job (`propagationPolicy=Background`: its pods and Workload go too); one
+     * already gone is done. A gang member's stop deletes the gang's one Job: the gang is retried whole.
+     */
     async stop(effects) {
-      const targets = [...new Set(effects.flatMap((e) => (e.kind === "stop" && e.target ? [e.target] : [])))]
+      const targets = [
+        ...new Set(
+          effects.flatMap((e) => (e.kind === "stop" && e.target ? [parseSubmission(e.target).name] : [])),
+        ),
+      ]
       for (const target of targets) await contacting((c) => c.jobs.delete(namespace, target))
     },
 
@@ -319,10 +384,13 @@ export function EksBackend(
     async fetchLogs(ref, tail) {
       const attempt = lastAttempt(ref)
       const empty = { attemptUid: attempt?.attemptUid ?? "", lines: [], truncated: false }
-      const name = attempt?.target ?? attempt?.submission
-      if (!attempt || !name) return empty
+      const submitted = attempt?.target ?? attempt?.submission
+      if (!attempt || !submitted) return empty
+      const { name, index } = parseSubmission(submitted)
       const pods = await contacting((c) =>
-        c.pods.list(namespace, { labelSelector: `batch.kubernetes.io/job-name=${name}` }),
+        c.pods.list(namespace, {
+          labelSelector: `batch.kubernetes.io/job-name=${name}${index === undefined ? "" : `,${CompletionIndexLabel}=${index}`}`,
+        }),
       )
       const pod = newestPod(pods)
       if (!pod?.metadata.name) return empty

@@ -129,3 +129,81 @@ describe("observeNamespace", () => {
     expect(observeNamespace([young], [], index, now).transitions).toEqual([])
   })
 })
+
+describe("gangs", () => {
+  /** Member `index` of gang Job `name`, as its attempt records it (`<job>#<index>`). */
+  const member = (uid: string, name: string, index: number, state: "ASSIGNED" | "RUNNING" = "RUNNING") => {
+    const r = ref(uid, state, { target: `${name}#${index}` })
+    r.task.data.attempts[0]!.submission = `${name}#${index}`
+    return r
+  }
+  const indexedPod = (
+    job: string,
+    index: number,
+    phase: "Running" | "Failed" | "Succeeded",
+    exitCode = 0,
+  ): Pod => ({
+    metadata: {
+      name: `${job}-${index}-x`,
+      labels: {
+        "batch.kubernetes.io/job-name": job,
+        "batch.kubernetes.io/job-completion-index": String(index),
+      },
+      creationTimestamp: t0,
+    },
+    status: {
+      phase,
+      containerStatuses: [
+        {
+          name: "main",
+          ready: phase === "Running",
+          restartCount: 0,
+          state:
+            phase === "Running"
+              ? { running: {} }
+              : { terminated: { exitCode, reason: exitCode ? "Error" : "Completed" } },
+        },
+      ],
+    },
+  })
+
+  test("each member reads its own completion index's pod; a failed member fails alone, its gang-mates wait to be stopped", () => {
+    const failedJob = kubeJob("sp-g", {
+      conditions: [{ type: "Failed", status: "True", reason: "BackoffLimitExceeded" }],
+    })
+    const index = indexNamespace([failedJob], [indexedPod("sp-g", 1, "Failed", 3)], [])
+    const seen = observeNamespace([member("a0", "sp-g", 0), member("a1", "sp-g", 1)], [], index, now)
+    expect(seen.transitions).toHaveLength(1)
+    expect(seen.transitions[0]!.outcome).toMatchObject({ kind: "failed", attemptUid: "a1", exitCode: 3 })
+    expect(seen.waiting.map((w) => w.ref.task.data.attempts[0]!.attemptUid)).toEqual(["a0"])
+  })
+
+  test("a running member's outcome names its Job and index; a stopping member is stopped once the Job is gone", () => {
+    const index = indexNamespace(
+      [kubeJob("sp-g")],
+      [indexedPod("sp-g", 0, "Succeeded"), indexedPod("sp-g", 1, "Running")],
+      [],
+    )
+    const seen = observeNamespace(
+      [member("a0", "sp-g", 0), member("a1", "sp-g", 1, "ASSIGNED")],
+      [],
+      index,
+      now,
+    )
+    expect(seen.transitions.map((t) => t.outcome)).toEqual([
+      { kind: "succeeded", attemptUid: "a0", exitCode: 0 },
+      { kind: "running", attemptUid: "a1", target: "sp-g#1" },
+    ])
+    const stopping = member("a2", "sp-g", 2)
+    stopping.task.data.stopping = { attemptUid: "a2", since: t0 }
+    expect(observeNamespace([], [stopping], index, now).unstopped).toEqual([
+      { ref: stopping, target: "sp-g#2" },
+    ])
+    expect(observeNamespace([], [stopping], indexNamespace([], [], []), now).transitions[0]!.outcome).toEqual(
+      {
+        kind: "stopped",
+        attemptUid: "a2",
+      },
+    )
+  })
+})

@@ -3,10 +3,12 @@
  * pods swarmplane made (listed by its label selector) and the namespace's Kueue Workloads (joined to
  * their Jobs by owner) go in with the time; transitions, queue reasons and attempts to stop again come
  * out, as in the lepton backend's observe.ts. An attempt's Job is found by the name swarmplane gave it
- * (`attempt.submission`), so a create whose answer was lost is seen too. One the cluster no longer
+ * (`attempt.submission`), so a create whose answer was lost is seen too. A gang member's is its gang's
+ * Indexed Job, and its pods are those of its completion index (`<job>#<index>`). One the cluster no longer
  * lists is lost after `LostAfterMs` (a few passes), never silently left running.
  */
 import type { ReconcileResult, TaskRef } from "../protocol"
+import { CompletionIndexLabel, parseSubmission } from "./spec"
 import { attemptOutcome, readAttempt } from "./states"
 import type { Job, Pod, Workload } from "./types"
 
@@ -69,7 +71,8 @@ export function observeNamespace(
     const attempt = ref.task.data.attempts.at(-1)
     if (!attempt?.submission) continue
     const uid = attempt.attemptUid
-    const name = attempt.target ?? attempt.submission
+    const submitted = attempt.target ?? attempt.submission
+    const { name, index: member } = parseSubmission(submitted)
     const job = index.jobs.get(name)
     if (!job) {
       // Created (or being created) but not listed: after a few passes the Job is gone from the cluster.
@@ -85,16 +88,28 @@ export function observeNamespace(
         })
       continue
     }
-    const reading = readAttempt({
-      job,
-      workload: index.workloads.get(name),
-      pods: index.pods.get(name) ?? [],
-      now,
-    })
+    const pods = index.pods.get(name) ?? []
+    const own =
+      member === undefined
+        ? pods
+        : pods.filter((p) => p.metadata.labels?.[CompletionIndexLabel] === String(member))
+    let reading = readAttempt({ job, workload: index.workloads.get(name), pods: own, now })
+    // A gang's Job fails whole when one member's pod fails: that member fails (and swarmplane retries
+    // the gang), the others wait to be stopped rather than spend their own failure budgets.
+    if (
+      member !== undefined &&
+      reading.kind === "failed" &&
+      !own.some((p) => p.status?.phase === "Failed" && !p.metadata.deletionTimestamp) &&
+      pods.some((p) => p.status?.phase === "Failed")
+    )
+      reading = {
+        kind: "starting",
+        message: `another member of gang Job ${name} failed; the gang is retried`,
+      }
     if (reading.kind === "waiting" || reading.kind === "starting")
       out.waiting.push({ ref, reason: reading.message })
     if (reading.kind === "unknown") out.unknown.push(reading.message)
-    const outcome = attemptOutcome(reading, uid, name)
+    const outcome = attemptOutcome(reading, uid, submitted)
     // A task already RUNNING is not told so again every pass.
     if (outcome && !(outcome.kind === "running" && ref.task.data.state === "RUNNING"))
       out.transitions.push({ ref, outcome })
@@ -104,10 +119,10 @@ export function observeNamespace(
     const uid = ref.task.data.stopping?.attemptUid
     const attempt = ref.task.data.attempts.find((a) => a.attemptUid === uid)
     if (!uid || !attempt) continue
-    const name = attempt.target ?? attempt.submission
-    const job = name ? index.jobs.get(name) : undefined
+    const submitted = attempt.target ?? attempt.submission
+    const job = submitted ? index.jobs.get(parseSubmission(submitted).name) : undefined
     if (!job || ended(job)) out.transitions.push({ ref, outcome: { kind: "stopped", attemptUid: uid } })
-    else out.unstopped.push({ ref, target: name })
+    else out.unstopped.push({ ref, target: submitted })
   }
   return out
 }

@@ -5,9 +5,12 @@ import {
   cpuQuantity,
   type EksConfig,
   eksJobIssues,
+  gangJobObject,
+  gangSubmission,
   jobName,
   jobObject,
   labelValue,
+  parseSubmission,
   placementOf,
   selectorOf,
 } from "./spec"
@@ -182,7 +185,7 @@ describe("placement", () => {
 })
 
 describe("eksJobIssues", () => {
-  test("a gang, a value no label can hold and a non-integer comparison are refused by field; plain specs pass", () => {
+  test("a gang by attribute, a value no label can hold and a non-integer comparison are refused by field; plain specs pass", () => {
     expect(
       eksJobIssues(
         JobSpec.parse({ command: ["true"], constraints: [{ key: "zone", op: "eq", value: "a" }] }),
@@ -192,13 +195,86 @@ describe("eksJobIssues", () => {
       JobSpec.parse({
         command: ["true"],
         tasks: 2,
-        coscheduling: {},
+        coscheduling: { groupBy: "rack" },
         constraints: [
           { key: "zone", op: "in", values: ["a", "b c"] },
           { key: "gpus", op: "ge", value: "1.5" },
         ],
       }),
     )
-    expect(issues.map((i) => i.path)).toEqual(["coscheduling", "constraints.0.values", "constraints.1.value"])
+    expect(issues.map((i) => i.path)).toEqual([
+      "coscheduling.groupBy",
+      "constraints.0.values",
+      "constraints.1.value",
+    ])
+  })
+})
+
+describe("gangJobObject", () => {
+  const members = [
+    { taskIndex: 0, attemptUid: "a-first" },
+    { taskIndex: 1, attemptUid: "a-it's" },
+    { taskIndex: 2, attemptUid: "a-third" },
+  ]
+  const gang = () =>
+    gangJobObject({
+      project: "p",
+      backendId: "k8s",
+      job: job({
+        tasks: 3,
+        coscheduling: {},
+        command: ["sh", "-c", "echo \"$SHARD_ID/$ATTEMPT_UID\" '$(HOME)'"],
+      }),
+      config: config(),
+      members,
+    })
+
+  test("one Indexed Job of all members, suspended and queued, named from the first member's attempt", () => {
+    const object = gang()
+    expect(object.metadata.name).toBe(jobName("a-first"))
+    expect(object.metadata.labels).toMatchObject({
+      "kueue.x-k8s.io/queue-name": "user-queue",
+      "swarmplane.dev/gang": "3",
+    })
+    expect(object.metadata.labels).not.toHaveProperty("swarmplane.dev/attempt")
+    expect(object.spec).toMatchObject({
+      completionMode: "Indexed",
+      parallelism: 3,
+      completions: 3,
+      suspend: true,
+      backoffLimit: 0,
+    })
+    const env = object.spec!.template!.spec!.containers[0]!.env!.map((e) => e.name)
+    expect(env).toContain("NSHARDS")
+    expect(env).not.toContain("SHARD_ID")
+    expect(parseSubmission(gangSubmission(object.metadata.name!, 2))).toEqual({
+      name: object.metadata.name,
+      index: 2,
+    })
+    expect(parseSubmission(object.metadata.name!)).toEqual({ name: object.metadata.name })
+  })
+
+  test("each completion index runs the job's command as its own member (SHARD_ID, ATTEMPT_UID), quoted", async () => {
+    const { execFileSync } = await import("node:child_process")
+    const command = gang().spec!.template!.spec!.containers[0]!.command!
+    // Kubernetes turns `$$` back into `$` (and would expand `$(VAR)`): what the container runs.
+    const argv = command.map((a) => a.replaceAll("$$", "$"))
+    const run = (index: string) =>
+      execFileSync(argv[0]!, argv.slice(1), {
+        env: { PATH: process.env.PATH, HOME: "/h", JOB_COMPLETION_INDEX: index },
+      })
+        .toString()
+        .trim()
+    expect(run("0")).toBe("0/a-first $(HOME)")
+    expect(run("1")).toBe("1/a-it's $(HOME)")
+    expect(run("2")).toBe("2/a-third $(HOME)")
+    expect(() => run("3")).toThrow()
+  })
+
+  test("a gang is accepted at the API; a gang by a shared attribute is refused by field", () => {
+    expect(eksJobIssues(JobSpec.parse({ tasks: 2, coscheduling: {}, command: ["true"] }))).toEqual([])
+    expect(
+      eksJobIssues(JobSpec.parse({ tasks: 2, coscheduling: { groupBy: "rack" }, command: ["true"] })),
+    ).toEqual([expect.objectContaining({ path: "coscheduling.groupBy" })])
   })
 })

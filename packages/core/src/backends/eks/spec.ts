@@ -1,6 +1,7 @@
 /**
  * The batch/v1 Job swarmplane sends an EKS cluster for one task attempt (backend-contracts.md Part C.1),
- * built from its own models. Pure: an attempt and the backend's config give a Job.
+ * built from its own models, and the one Indexed Job of a gang (`gangJobObject`). Pure: an attempt (or
+ * a gang's attempts) and the backend's config give a Job.
  *
  * The Job's name is deterministic (from the attempt's id), so a pass that crashed after creating it is
  * answered 409 AlreadyExists on the next try and adopts it instead of making a second. It is labelled
@@ -36,6 +37,8 @@ export const Labels = {
   job: "swarmplane.dev/job",
   task: "swarmplane.dev/task",
   attempt: "swarmplane.dev/attempt",
+  /** On a gang's Job and pods: how many members it has. */
+  gang: "swarmplane.dev/gang",
 } as const
 
 const hash = (text: string, length: number) =>
@@ -244,21 +247,129 @@ export function jobObject({
   }
 }
 
+/** One member of a gang: its task and the attempt that runs at its completion index. */
+export interface GangMember {
+  taskIndex: number
+  attemptUid: string
+}
+
+/** The label Kubernetes puts on an Indexed Job's pods: which completion index each runs. */
+export const CompletionIndexLabel = "batch.kubernetes.io/job-completion-index"
+
+/**
+ * A gang attempt's `submission` (and `target`): its Job's name and the member's completion index,
+ * `<job>#<index>` (a Job's name has no `#`). A single attempt's is the Job's name alone.
+ */
+export const gangSubmission = (name: string, index: number) => `${name}#${index}`
+
+/** The Job's name and, for a gang member, its completion index, from a `submission` or `target`. */
+export function parseSubmission(text: string): { name: string; index?: number } {
+  const at = text.lastIndexOf("#")
+  if (at < 0) return { name: text }
+  const index = Number(text.slice(at + 1))
+  return Number.isInteger(index) && index >= 0 ? { name: text.slice(0, at), index } : { name: text }
+}
+
+/** `text` as one word of a POSIX shell, single-quoted. */
+const shellWord = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`
+
+/**
+ * The shell prologue that gives a gang member's pod its own `SHARD_ID` and `ATTEMPT_UID`: an Indexed
+ * Job's pods share one template and differ only by `JOB_COMPLETION_INDEX`, so the member is looked up
+ * by it, and the job's command then runs as written (`exec "$@"`). An index with no member exits 97.
+ */
+export function gangPrologue(members: readonly GangMember[]): string {
+  const cases = members.map(
+    (m, index) => `${index}) SHARD_ID=${m.taskIndex} ATTEMPT_UID=${shellWord(m.attemptUid)} ;;`,
+  )
+  return [
+    `case "$JOB_COMPLETION_INDEX" in`,
+    ...cases,
+    `*) echo "swarmplane: no gang member at completion index $JOB_COMPLETION_INDEX" >&2; exit 97 ;;`,
+    "esac",
+    "export SHARD_ID ATTEMPT_UID",
+    'exec "$@"',
+  ].join("\n")
+}
+
+export interface GangJobInput extends Omit<JobInput, "taskIndex" | "attemptUid"> {
+  /** The gang's members in completion-index order (member `i` runs at index `i`). */
+  members: readonly GangMember[]
+}
+
+/**
+ * The Job of a gang: one Indexed Job (`completionMode: Indexed`, `parallelism = completions =
+ * members`), so Kueue admits its one Workload (a pod set of all members) whole or not at all. Named from
+ * its first member's attempt, as a single attempt's Job is, so a lost create is adopted. Otherwise as
+ * `jobObject`: suspended for Kueue, `backoffLimit: 0` (one member's failure fails the Job and stops the
+ * rest: swarmplane retries the gang whole), and each pod's command prefixed by `gangPrologue`.
+ */
+export function gangJobObject({ members, ...input }: GangJobInput): Job {
+  const first = members[0]
+  if (!first) throw new Error("a gang has at least one member")
+  const base = jobObject({ ...input, taskIndex: first.taskIndex, attemptUid: first.attemptUid })
+  const { [Labels.task]: _task, [Labels.attempt]: _attempt, ...labels } = base.metadata.labels ?? {}
+  const spec = base.spec!
+  const template = spec.template!
+  const container = template.spec!.containers[0]!
+  const command = [
+    "sh",
+    "-c",
+    gangPrologue(members),
+    "sh",
+    ...agentArgv(input.config, input.job.spec.command),
+  ]
+  return {
+    ...base,
+    metadata: { ...base.metadata, labels: { ...labels, [Labels.gang]: String(members.length) } },
+    spec: {
+      ...spec,
+      completionMode: "Indexed",
+      parallelism: members.length,
+      completions: members.length,
+      template: {
+        ...template,
+        metadata: {
+          labels: {
+            ...Object.fromEntries(
+              Object.entries(template.metadata?.labels ?? {}).filter(
+                ([k]) => k !== Labels.task && k !== Labels.attempt,
+              ),
+            ),
+            [Labels.gang]: String(members.length),
+          },
+        },
+        spec: {
+          ...template.spec!,
+          containers: [
+            {
+              ...container,
+              command: literalArgv(command),
+              env: (container.env ?? []).filter((e) => e.name !== "SHARD_ID" && e.name !== "ATTEMPT_UID"),
+            },
+          ],
+        },
+      },
+    },
+  }
+}
+
 const LabelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
 
 /**
  * What the generic job schema lets through but this backend cannot honour, checked at the API (a 400
- * naming the field): a gang (`coscheduling`: each task is a Job of its own, which Kueue admits alone, so
- * all-or-nothing placement is not kept yet), and constraint values a node selector or node affinity
- * cannot carry (a label value; an integer for `gt`/`ge`/`lt`/`le`).
+ * naming the field): a gang placed by a shared attribute (`coscheduling.groupBy`: a gang is one Indexed
+ * Job Kueue admits whole, but this backend does not ask Kueue to keep its pods on one attribute value),
+ * and constraint values a node selector or node affinity cannot carry (a label value; an integer for
+ * `gt`/`ge`/`lt`/`le`).
  */
 export function eksJobIssues(spec: Pick<JobSpec, "constraints" | "coscheduling">): FieldIssue[] {
   const issues: FieldIssue[] = []
-  if (spec.coscheduling)
+  if (spec.coscheduling?.groupBy !== undefined)
     issues.push({
-      path: "coscheduling",
+      path: "coscheduling.groupBy",
       message:
-        "gang scheduling is not supported on eks backends yet (each task is its own Kueue-admitted Job)",
+        "eks backends admit a gang whole (one Indexed Job) but cannot keep its tasks on one attribute value",
     })
   spec.constraints.forEach((c, i) => {
     const values =

@@ -216,8 +216,9 @@ export function readAttempt({ job, workload, pods, now }: AttemptView): AttemptR
 
 /**
  * The outcome for an attempt; `undefined` while it waits or starts (the task keeps its state; the
- * message goes to `pendingReason`) and for an unknown state. `target`: the Job's name. A preempted or
- * failed attempt's Job is stopped (deleted) after the commit: Kueue would admit a preempted one again.
+ * message goes to `pendingReason`) and for an unknown state. `target`: the Job's name (a gang member's:
+ * `<job>#<index>`). A preempted or failed attempt's Job is stopped (deleted) after the commit: Kueue
+ * would admit a preempted one again.
  */
 export function attemptOutcome(
   reading: AttemptReading,
