@@ -29,10 +29,11 @@ export interface Plane {
   stop(): Promise<void>
 }
 
+/** A plane on `dir`'s data (made or reopened; a new folder when absent). */
 export async function startPlane(
-  options: { reconcileEveryMs?: number; autoscaleEveryMs?: number } = {},
+  options: { reconcileEveryMs?: number; autoscaleEveryMs?: number; dir?: string } = {},
 ): Promise<Plane> {
-  const dir = mkdtempSync(join(tmpdir(), "swarmplane-e2e-"))
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "swarmplane-e2e-"))
   const plane = await startLocalControlPlane({
     dataDir: join(dir, "data"),
     host: "127.0.0.1",
@@ -154,4 +155,61 @@ export async function until<T>(
       throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`)
     await new Promise((r) => setTimeout(r, 150))
   }
+}
+
+/**
+ * A plane beside a substrate that outlives it (a fake Lepton, a fake cluster): `restart()` stops it and
+ * starts another on the same data, and the helpers follow the current one.
+ */
+export interface RestartablePlane {
+  readonly p: Plane
+  dir: string
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
+  job(id: string): Promise<any>
+  /** Register (or replace) a backend; 200 or 201 expected. */
+  register(id: string, config: Record<string, unknown>): Promise<void>
+  submit(backendId: string, spec: Record<string, unknown>): Promise<string>
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary response shapes
+  finished(id: string, timeoutMs?: number): Promise<any>
+  restart(): Promise<void>
+  stop(): Promise<void>
+}
+
+export async function restartablePlane(dir = mkdtempSync(join(tmpdir(), "swarmplane-e2e-"))) {
+  let current = await startPlane({ dir })
+  const call: Plane["call"] = (...args) => current.call(...args)
+  const job = async (id: string) => (await call("GET", `/v1/jobs/${id}`)).json
+  const plane: RestartablePlane = {
+    get p() {
+      return current
+    },
+    dir,
+    job,
+    async register(id, config) {
+      const res = await call("POST", "/v1/backends", { id, config })
+      if (![200, 201].includes(res.status))
+        throw new Error(`registering ${id}: ${res.status} ${JSON.stringify(res.json)}`)
+    },
+    async submit(backendId, spec) {
+      const res = await call("POST", "/v1/jobs", { backendId, ...spec })
+      if (res.status !== 202)
+        throw new Error(`submitting to ${backendId}: ${res.status} ${JSON.stringify(res.json)}`)
+      return res.json.id as string
+    },
+    finished: (id, timeoutMs = 60_000) =>
+      until(
+        `job ${id} to finish`,
+        async () => {
+          const j = await job(id)
+          return ["SUCCEEDED", "FAILED", "CANCELLED"].includes(j.status) && j
+        },
+        timeoutMs,
+      ),
+    async restart() {
+      await current.stop()
+      current = await startPlane({ dir })
+    },
+    stop: () => current.stop(),
+  }
+  return plane
 }
