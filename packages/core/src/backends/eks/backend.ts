@@ -12,6 +12,7 @@
  */
 import type { Backend } from "../../model/backend"
 import { iso } from "../../util/clock"
+import { contactHealth } from "../contacts"
 import { progressReads, readProgressLogs } from "../progress-log"
 import type {
   BackendDeps,
@@ -92,7 +93,7 @@ export function EksBackend(
   const { namespace } = config
   const budgetEnds = runtime.clock.now() + InvocationBudgetMs
   /** What this invocation's contacts with the cluster came to (the backend's health). */
-  let contact: { healthy: boolean; message?: string } | undefined
+  const contacts = contactHealth()
   // The function's own AWS credentials (the default provider chain); cluster and token are cached per process.
   const access = eksAccess({ ...accessOptionsOf(config), now: () => runtime.clock.now() })
   const clients = new Map<number, KubeClient>()
@@ -115,16 +116,8 @@ export function EksBackend(
   }
 
   /** One contact with the cluster; its success or failure is the backend's health. */
-  async function contacting<T>(use: (c: KubeClient) => Promise<T>, deadline?: number): Promise<T> {
-    try {
-      const result = await use(client(deadline))
-      if (!contact || contact.healthy) contact = { healthy: true }
-      return result
-    } catch (error) {
-      contact = { healthy: false, message: messageOf(error) }
-      throw error
-    }
-  }
+  const contacting = <T>(use: (c: KubeClient) => Promise<T>, deadline?: number): Promise<T> =>
+    contacts.record(() => use(client(deadline)))
 
   /** Swarms: a Deployment and a Service each (serving.ts), through the same contacts. */
   const serving = EksServing({ project, backendId, config, call: (use) => contacting(use) })
@@ -278,7 +271,7 @@ export function EksBackend(
       displayName: config.displayName ?? backendId,
     },
 
-    health: () => contact,
+    health: contacts.health,
 
     /**
      * Kueue places the work: every pending task gets an attempt and its Job's name, except tasks of a
@@ -431,7 +424,7 @@ export function EksBackend(
         const localQueue = await contacting((c) => c.localQueues.get(namespace, config.localQueue))
         if (!localQueue) {
           const message = `LocalQueue ${namespace}/${config.localQueue} does not exist in EKS cluster ${config.clusterName}`
-          contact = { healthy: false, message }
+          contacts.unhealthy(message)
           return {
             healthy: false,
             message,
@@ -453,7 +446,7 @@ export function EksBackend(
           : !cq?.active && cq?.activeMessage
             ? `ClusterQueue ${cqName} is inactive: ${cq.activeMessage}`
             : undefined
-        if (message) contact = { healthy: false, message }
+        if (message) contacts.unhealthy(message)
         return { healthy: !message, ...(message ? { message } : {}), detail }
       } catch (error) {
         if (!(error instanceof KubeApiError || error instanceof EksAuthError)) throw error

@@ -14,6 +14,7 @@ import type { Backend } from "../../model/backend"
 import type { Swarm } from "../../model/swarm"
 import { iso } from "../../util/clock"
 import { BackendError, VisibleError } from "../../util/errors"
+import { contactHealth } from "../contacts"
 import { progressReads } from "../progress-log"
 import type {
   BackendDeps,
@@ -91,7 +92,7 @@ export function LeptonBackend(
   let made: Promise<LeptonClient> | undefined
   let endpointToken: Promise<string | undefined> | undefined
   /** What this invocation's contacts with Lepton came to (the backend's health). */
-  let contact: { healthy: boolean; message?: string } | undefined
+  const contacts = contactHealth()
   /** Deployments read by this pass's reconcile, by name. */
   const observedDeployments = new Map<string, LeptonDeployment>()
 
@@ -112,16 +113,8 @@ export function LeptonBackend(
   }
 
   /** One contact with Lepton; its success or failure is the backend's health. */
-  async function contacting<T>(use: (c: LeptonClient) => Promise<T>): Promise<T> {
-    try {
-      const result = await use(await client())
-      if (!contact || contact.healthy) contact = { healthy: true }
-      return result
-    } catch (error) {
-      contact = { healthy: false, message: error instanceof Error ? error.message : String(error) }
-      throw error
-    }
-  }
+  const contacting = async <T>(use: (c: LeptonClient) => Promise<T>): Promise<T> =>
+    contacts.record(async () => use(await client()))
 
   const nodeGroups = LeptonNodeGroups(config, contacting)
   const nodeGroup = nodeGroups.resolve
@@ -229,7 +222,7 @@ export function LeptonBackend(
       displayName: config.displayName ?? backendId,
     },
 
-    health: () => contact,
+    health: contacts.health,
 
     /**
      * Lepton places the work: every pending task gets an attempt and its job's name, except tasks of a
@@ -378,7 +371,7 @@ export function LeptonBackend(
       }
       const healthy = !state || state === "normal"
       const message = healthy ? undefined : `Lepton workspace ${config.workspaceId} is ${state}`
-      if (message) contact = { healthy: false, message }
+      if (message) contacts.unhealthy(message)
       return { healthy, ...(message ? { message } : {}), detail: { ...workspace, nodeGroup: placement } }
     },
 
