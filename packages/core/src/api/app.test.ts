@@ -108,6 +108,17 @@ describe("authentication and tenancy", () => {
     ).toBe(201)
   })
 
+  test("a project whose name exists is refused with 409 project.exists, and nothing is written", async () => {
+    const api = await withBackend()
+    const before = api.store.writes()
+    const again = await api.call("POST", "/v1/projects", { body: { name: "default", displayName: "Team B" } })
+    expect(again.status).toBe(409)
+    expect(again.json.error).toMatchObject({ code: "project.exists", message: expect.stringContaining("default") })
+    expect(again.text).not.toContain("adminKey")
+    expect(api.store.writes()).toBe(before)
+    expect((await api.call("GET", "/v1/me")).json.project).toBe("default")
+  })
+
   test("a key of project A never sees or changes project B's objects", async () => {
     const api = await withBackend()
     await api.call("POST", "/v1/swarms", { body: { name: "llm", model: "echo" } })

@@ -12,14 +12,18 @@ import { memoryLogger } from "../util/logger"
 import { createApp } from "./app"
 import type { ApiDeps } from "./context"
 
-/** A store wrapper counting write calls. */
+/**
+ * A store wrapper counting writes that took effect. A conditional write the store refused (a create of a
+ * name that exists, a stale update) changed nothing, so it is not counted: a refused request may try one.
+ */
 export function countWrites(store: StateStore): StateStore & { writes: () => number } {
   let writes = 0
   const count =
     <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
-    (...args: A): Promise<R> => {
+    async (...args: A): Promise<R> => {
+      const result = await fn(...args)
       writes++
-      return fn(...args)
+      return result
     }
   return {
     ...store,
