@@ -113,7 +113,10 @@ describe("authentication and tenancy", () => {
     const before = api.store.writes()
     const again = await api.call("POST", "/v1/projects", { body: { name: "default", displayName: "Team B" } })
     expect(again.status).toBe(409)
-    expect(again.json.error).toMatchObject({ code: "project.exists", message: expect.stringContaining("default") })
+    expect(again.json.error).toMatchObject({
+      code: "project.exists",
+      message: expect.stringContaining("default"),
+    })
     expect(again.text).not.toContain("adminKey")
     expect(api.store.writes()).toBe(before)
     expect((await api.call("GET", "/v1/me")).json.project).toBe("default")

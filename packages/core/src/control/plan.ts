@@ -207,8 +207,16 @@ export function endedFailed(tasks: readonly Task[]): boolean {
   return tasks.some((t) => (FailedTaskStates as readonly TaskState[]).includes(t.state))
 }
 
-/** Pending tasks past their job's scheduling timeout, as `unschedulable` outcomes. */
-export function planTimeouts(pending: readonly TaskRef[], now: number): Entry[] {
+/**
+ * Pending tasks past their job's scheduling timeout, as `unschedulable` outcomes. Called after this
+ * pass's placement, so a task is only given up on once it was tried; `reasons` are why this pass's
+ * scheduler could not place each (keyed by task), which say more than the job's reason from an earlier pass.
+ */
+export function planTimeouts(
+  pending: readonly TaskRef[],
+  now: number,
+  reasons: ReadonlyMap<string, string> = new Map(),
+): Entry[] {
   return pending
     .filter((ref) => {
       const limit = ref.job.spec.schedulingTimeoutS
@@ -219,7 +227,7 @@ export function planTimeouts(pending: readonly TaskRef[], now: number): Entry[] 
       outcome(ref, {
         kind: "unschedulable",
         reason: "scheduling_timeout",
-        message: `not placed within ${ref.job.spec.schedulingTimeoutS}s: ${ref.job.pendingReason ?? "no fitting capacity"}`,
+        message: `not placed within ${ref.job.spec.schedulingTimeoutS}s: ${reasons.get(keyOf(ref)) ?? ref.job.pendingReason ?? "no fitting capacity"}`,
       }),
     )
 }

@@ -364,3 +364,29 @@ test("a killed attempt on a worker that died is not waited for: the worker's los
   expect(tasks.filter((t) => t.stopping)).toEqual([])
   expect(await rt.repos.active.any("p", "pool")).toBe(false)
 })
+
+test("a scheduling timeout is judged after the pass tried to place: what fits is placed, what cannot says why", async () => {
+  const { rt, backend } = await setup()
+  const fits = await rt.transitions.jobs.create(
+    "p",
+    "fits",
+    JobSpec.parse({ command: ["true"], tasks: 1, schedulingTimeoutS: 1 }),
+    "pool",
+  )
+  const impossible = await rt.transitions.jobs.create(
+    "p",
+    "gpus",
+    JobSpec.parse({ command: ["true"], tasks: 1, resources: { gpu: 8 }, schedulingTimeoutS: 1 }),
+    "pool",
+  )
+  // The first pass comes after both timeouts ran out (a slow or missed tick): neither was tried before.
+  ;(rt.clock as FakeClock).advance(5_000)
+  for (const w of await rt.repos.workers.list("p", "pool")) await rt.repos.workers.heartbeat("p", w.id)
+  await reconcilePass(rt, backend, "late")
+  const placed = (await rt.repos.jobs.load("p", fits.id))!.tasks[0]!.data
+  expect(placed.state).toBe("ASSIGNED")
+  const given = (await rt.repos.jobs.load("p", impossible.id))!.tasks[0]!.data
+  expect(given.state).toBe("UNSCHEDULABLE")
+  // This pass's reason (the scheduler's), not a generic one: no earlier pass left the job a reason.
+  expect(given.pendingReason).toMatch(/^not placed within 1s: .*gpu/)
+})

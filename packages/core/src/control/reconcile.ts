@@ -265,26 +265,38 @@ async function reconcileSwarms(pass: Pass): Promise<boolean> {
   return created
 }
 
-/** Scheduling timeouts, then placement of what is ready (and preemption), with why the rest wait. */
+/**
+ * Placement of what is ready (and preemption), then scheduling timeouts of what is still pending, with
+ * why the rest wait. A task past its timeout is tried once more first: it is given up on only when this
+ * pass could not place it either, and its reason is this pass's.
+ */
 async function place(pass: Pass): Promise<void> {
   guard(pass)
-  await apply(pass, planTimeouts(pass.snapshot.pending(), pass.now))
   const ready = readyToPlace(pass.snapshot.pending(), pass.now)
-  if (!ready.length) return
-  const { rt, backend } = pass
-  const result = await backend.schedule({
-    pending: ready,
-    live: pass.snapshot.live(),
-    unavailableWorkers: pass.unavailable,
-    mintAttemptUid: () => newId("a", rt.clock.now()),
-  })
-  guard(pass)
-  const planned = planPlacement(result, ready)
-  await apply(pass, planned.assignments)
-  pass.report.placed = planned.assignments.length
-  await apply(pass, planned.preemptions)
-  for (const { jobId, reason } of planned.reasons)
-    await rt.transitions.jobs.setPendingReason(pass.record.project, jobId, reason, pass.fence)
+  let reasons: ReadonlyMap<string, string> = new Map()
+  let waiting: { jobId: string; reason: string }[] = []
+  if (ready.length) {
+    const { rt, backend } = pass
+    const result = await backend.schedule({
+      pending: ready,
+      live: pass.snapshot.live(),
+      unavailableWorkers: pass.unavailable,
+      mintAttemptUid: () => newId("a", rt.clock.now()),
+    })
+    guard(pass)
+    const planned = planPlacement(result, ready)
+    await apply(pass, planned.assignments)
+    pass.report.placed = planned.assignments.length
+    await apply(pass, planned.preemptions)
+    reasons = result.pendingReasons
+    waiting = planned.reasons
+  }
+  const timedOut = planTimeouts(pass.snapshot.pending(), pass.now, reasons)
+  await apply(pass, timedOut)
+  const ended = new Set(timedOut.map((e) => e.ref.job.id))
+  for (const { jobId, reason } of waiting)
+    if (!ended.has(jobId))
+      await pass.rt.transitions.jobs.setPendingReason(pass.record.project, jobId, reason, pass.fence)
 }
 
 /**
