@@ -5,6 +5,7 @@ import {
   bar,
   block,
   colorEnabled,
+  detailText,
   duration,
   formatted,
   paint,
@@ -15,6 +16,46 @@ import {
 import { progress } from "./progress"
 
 const plain = paint(false)
+
+describe("a backend's status detail", () => {
+  test("nested records as indented lines, flat records as a table, words on one line, nothing as (none)", () => {
+    const text = detailText(plain, {
+      clusterName: "ml-prod",
+      cluster: { status: "ACTIVE", version: "1.31" },
+      localQueueStatus: { pending: 3, admitted: 1 },
+      clusterQueue: {
+        name: "cq",
+        flavors: [
+          { name: "default-flavor", resource: "cpu", used: "2", quota: "8" },
+          { name: "gpu-flavor", resource: "nvidia.com/gpu", used: "1", quota: "4" },
+        ],
+        cohorts: [],
+      },
+      partitions: ["debug", "gpu"],
+      skipped: undefined,
+    })
+    expect(text).toBe(
+      [
+        "clusterName: ml-prod",
+        "cluster:",
+        "  status: ACTIVE",
+        "  version: 1.31",
+        "localQueueStatus:",
+        "  pending: 3",
+        "  admitted: 1",
+        "clusterQueue:",
+        "  name: cq",
+        "  flavors:",
+        "    NAME             RESOURCE         USED   QUOTA",
+        "    default-flavor   cpu              2      8",
+        "    gpu-flavor       nvidia.com/gpu   1      4",
+        "  cohorts: (none)",
+        "partitions: debug, gpu",
+        "",
+      ].join("\n"),
+    )
+  })
+})
 
 describe("tables", () => {
   test("compact, kubectl-style: no borders, upper-case header, aligned, no trailing spaces", () => {

@@ -117,6 +117,42 @@ export function block(p: Paint, pairs: [string, Cell][]): string {
     .join("")
 }
 
+const isScalar = (v: unknown): v is Cell => v === null || typeof v !== "object"
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v)
+
+/**
+ * A backend's free-form status detail (a cluster, its queues, its partitions) for a person: nested
+ * `key: value` lines, a list of flat records as a table, a list of words on one line.
+ */
+export function detailText(p: Paint, detail: Record<string, unknown>, indent = ""): string {
+  let text = ""
+  for (const [key, value] of Object.entries(detail)) {
+    if (value === undefined) continue
+    if (isScalar(value)) text += `${indent}${key}: ${value ?? "-"}\n`
+    else if (Array.isArray(value)) {
+      if (!value.length) text += `${indent}${key}: (none)\n`
+      else if (value.every(isScalar)) text += `${indent}${key}: ${value.join(", ")}\n`
+      else if (value.every((v) => isRecord(v) && Object.values(v).every(isScalar))) {
+        const rows = value as Record<string, Cell>[]
+        const head = [...new Set(rows.flatMap((r) => Object.keys(r)))]
+        const shown = table(
+          p,
+          head,
+          rows.map((r) => head.map((h) => r[h])),
+        )
+        text += `${indent}${key}:\n${shown
+          .trimEnd()
+          .split("\n")
+          .map((line) => `${indent}  ${line}`)
+          .join("\n")}\n`
+      } else
+        text += `${indent}${key}:\n${value.map((v) => `${indent}  - ${isScalar(v) ? v : JSON.stringify(v)}`).join("\n")}\n`
+    } else if (isRecord(value)) text += `${indent}${key}:\n${detailText(p, value, `${indent}  `)}`
+  }
+  return text
+}
+
 export function json(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`
 }

@@ -3,7 +3,7 @@ import type { Command } from "commander"
 import type { BackendBody, BackendStatus, Failed, Worker } from "../client"
 import type { Ctx } from "../context"
 import { client, common, examples, note, out, outputOption, readSpec, show } from "../kit"
-import { age, block, type Paint, state, table } from "../output"
+import { age, block, detailText, type Paint, state, table } from "../output"
 
 export function backendCommands(program: Command, ctx: Ctx): void {
   const backend = program.command("backend").description("register and inspect backends (clusters)")
@@ -138,7 +138,7 @@ export function renderStatus(p: Paint, s: BackendStatus, workers: Worker[]): str
         ]),
       )
   } else if (!failed(s.status) && Object.keys(s.status.detail).length)
-    text += `\n${p.bold("Cluster:")}\n${JSON.stringify(s.status.detail, null, 2)}\n`
+    text += `\n${p.bold("Cluster:")}\n${detailText(p, s.status.detail)}`
   return text
 }
 
