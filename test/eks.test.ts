@@ -74,6 +74,43 @@ function statusWith(token: string): Promise<number> {
   })
 }
 
+/** The job's first task, once it runs. */
+const runningTask = (id: string) =>
+  until(
+    `job ${id}'s task to run`,
+    async () => {
+      const t = (await e.job(id)).tasks[0]
+      return t.state === "RUNNING" && t
+    },
+    30_000,
+  )
+
+/** A request to the cluster's API as kubectl makes it (a valid token, the cluster CA). */
+async function kubeApi(
+  method: string,
+  path: string,
+): Promise<{ status: number; json: { items?: { metadata: { name: string } }[] } }> {
+  const token = await e.fake.token()
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      new URL(path, e.fake.server),
+      { method, headers: { authorization: `Bearer ${token}` }, ca: e.fake.caPem },
+      (res) => {
+        let body = ""
+        res.setEncoding("utf8")
+        res.on("data", (chunk) => {
+          body += chunk
+        })
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, json: body ? JSON.parse(body) : undefined }),
+        )
+      },
+    )
+    req.once("error", reject)
+    req.end()
+  })
+}
+
 const jobsOf = (namespace: string) =>
   e.fake.requests.filter(
     (r) => r.method === "POST" && r.path === `/apis/batch/v1/namespaces/${namespace}/jobs`,
@@ -155,14 +192,7 @@ describe("jobs", () => {
     timeout: 60_000,
   }, async () => {
     const id = await e.submit("k8s", { resources: small, command: ["sh", "-c", "sleep 3; echo done"] })
-    const running = await until(
-      "the task to run",
-      async () => {
-        const t = (await e.job(id)).tasks[0]
-        return t.state === "RUNNING" && t
-      },
-      30_000,
-    )
+    const running = await runningTask(id)
     const target: string = running.attempts[0].target
     const job = e.fake.object(Types.jobs, "team-a", target) as { metadata: { uid: string } }
     e.fake.evictWorkload("team-a", workloadName(target, job.metadata.uid), {
@@ -181,18 +211,63 @@ describe("jobs", () => {
     )
   })
 
+  test("a pod deleted while it runs: the attempt is WORKER_FAILED (not the program's failure) and the task is retried to SUCCEED", {
+    timeout: 60_000,
+  }, async () => {
+    const id = await e.submit("k8s", {
+      resources: small,
+      maxRetriesFailure: 0,
+      command: ["sh", "-c", "sleep 4; echo done"],
+    })
+    const running = await runningTask(id)
+    const target: string = running.attempts[0].target
+    // As `kubectl delete pod` would: find the Job's pod by its label, then delete it.
+    const pods = await kubeApi(
+      "GET",
+      `/api/v1/namespaces/team-a/pods?labelSelector=${encodeURIComponent(`batch.kubernetes.io/job-name=${target}`)}`,
+    )
+    expect(pods.json.items).toHaveLength(1)
+    const pod = pods.json.items?.[0]?.metadata.name
+    const deleted = await kubeApi("DELETE", `/api/v1/namespaces/team-a/pods/${pod}`)
+    expect(deleted.status).toBe(200)
+    const done = await e.finished(id)
+    expect(done.status).toBe("SUCCEEDED")
+    const [first, second] = done.tasks[0].attempts
+    expect(first).toMatchObject({ state: "WORKER_FAILED", reason: "pod_lost" })
+    expect(first.message).toMatch(/deleted before it ended/)
+    expect(second.state).toBe("SUCCEEDED")
+  })
+
+  test("an image that cannot be pulled FAILS the attempt after the backend's imagePullGraceS, with Kubernetes' reason", {
+    timeout: 60_000,
+  }, async () => {
+    await e.register("k8s-pull", { imagePullGraceS: 1 })
+    e.fake.failImagePull("registry.example/missing:1")
+    const id = await e.submit("k8s-pull", {
+      resources: small,
+      image: "registry.example/missing:1",
+      command: ["true"],
+    })
+    const waiting = await until(
+      "the pull error as the task's reason",
+      async () => {
+        const t = (await e.job(id)).tasks[0]
+        return /ErrImagePull|ImagePullBackOff/.test(t.pendingReason ?? "") && t
+      },
+      30_000,
+    )
+    expect(waiting.state).toBe("ASSIGNED")
+    const done = await e.finished(id)
+    expect(done.status).toBe("FAILED")
+    expect(done.tasks[0].attempts[0]).toMatchObject({ state: "FAILED", reason: "image_pull" })
+    expect(done.tasks[0].attempts[0].message).toMatch(/registry\.example\/missing:1/)
+  })
+
   test("cancel of a running job: KILLED, and its Job deleted with Background propagation", {
     timeout: 60_000,
   }, async () => {
     const id = await e.submit("k8s", { resources: small, command: ["sleep", "300"] })
-    const running = await until(
-      "the task to run",
-      async () => {
-        const t = (await e.job(id)).tasks[0]
-        return t.state === "RUNNING" && t
-      },
-      30_000,
-    )
+    const running = await runningTask(id)
     const target: string = running.attempts[0].target
     expect((await e.p.call("POST", `/v1/jobs/${id}/cancel`)).status).toBe(202)
     const done = await e.finished(id)

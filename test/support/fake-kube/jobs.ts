@@ -4,6 +4,9 @@
  * one pod per index), `status` counts and conditions (Complete after SuccessCriteriaMet, Failed with
  * BackoffLimitExceeded once more than `backoffLimit` pods failed, Suspended while suspended), pods
  * deleted when the Job is suspended or fails, and garbage collection of pods whose owner is gone.
+ * A pod deleted by anyone but this controller before it ended (`kubectl delete pod`, a lost node) counts
+ * as failed, as Kubernetes' Job controller counts it with its tracking finalizer since 1.26: `failed` is
+ * cumulative, and a Job with `backoffLimit: 0` fails on it (there is no replacement pod).
  */
 import { asArray, asObject, condition, isObject, type JsonObject, Types } from "./resources"
 import { labelsOf, meta, nameOf, namespaceOf, randomSuffix, type Store } from "./store"
@@ -57,6 +60,9 @@ export function jobFinished(job: JsonObject): "Complete" | "Failed" | undefined 
 export class JobController {
   constructor(private readonly store: Store) {}
 
+  /** Per Job uid: its pods not yet ended as the last sync left them, and its pods lost before ending. */
+  private readonly tracked = new Map<string, { active: Set<string>; lost: number }>()
+
   sync(): void {
     this.collectGarbage()
     // Pods by their Job's uid, read once per pass (not once per Job: a pass must stay linear).
@@ -65,7 +71,10 @@ export class JobController {
       const uid = labelsOf(p)["batch.kubernetes.io/controller-uid"]
       if (uid !== undefined) byJob.set(uid, [...(byJob.get(uid) ?? []), p])
     }
-    for (const job of this.store.all(Types.jobs)) this.syncJob(job, byJob.get(String(meta(job).uid)) ?? [])
+    const jobs = this.store.all(Types.jobs)
+    for (const job of jobs) this.syncJob(job, byJob.get(String(meta(job).uid)) ?? [])
+    const live = new Set(jobs.map((j) => String(meta(j).uid)))
+    for (const uid of this.tracked.keys()) if (!live.has(uid)) this.tracked.delete(uid)
   }
 
   /** Pods and Workloads whose controlling owner no longer exists go (Background propagation). */
@@ -105,6 +114,12 @@ export class JobController {
       else conditions.push(c)
     }
     const indexOf = (p: JsonObject) => Number(labelsOf(p)["batch.kubernetes.io/job-completion-index"])
+    const track = this.tracked.get(String(meta(job).uid)) ?? { active: new Set<string>(), lost: 0 }
+    this.tracked.set(String(meta(job).uid), track)
+    // Pods this Job had running at the last sync that are gone now, removed by someone else.
+    const present = new Set(pods.map(nameOf))
+    for (const name of track.active) if (!present.has(name)) track.lost++
+    const failedCount = failed.length + track.lost
     const kill = (list: JsonObject[]) => {
       for (const p of list) this.store.remove(Types.pods, namespaceOf(p), nameOf(p))
     }
@@ -124,7 +139,7 @@ export class JobController {
       const indexed = spec.completionMode === "Indexed"
       const doneIndexes = new Set(succeeded.map(indexOf))
       const allDone = indexed ? doneIndexes.size >= completions : succeeded.length >= completions
-      if (failed.length > Number(spec.backoffLimit ?? 6)) {
+      if (failedCount > Number(spec.backoffLimit ?? 6)) {
         kill(active)
         setCondition(
           "FailureTarget",
@@ -162,6 +177,7 @@ export class JobController {
       ...created,
     ]
     const count = (f: (p: JsonObject) => boolean) => after.filter(f).length
+    track.active = new Set(after.filter((p) => !["Succeeded", "Failed"].includes(phase(p))).map(nameOf))
     const next: JsonObject = {}
     if (conditions.length > 0) next.conditions = conditions
     if (status.startTime !== undefined) next.startTime = status.startTime
@@ -169,7 +185,7 @@ export class JobController {
     const counts: [string, number][] = [
       ["active", count((p) => !["Succeeded", "Failed"].includes(phase(p)))],
       ["succeeded", count((p) => phase(p) === "Succeeded")],
-      ["failed", count((p) => phase(p) === "Failed")],
+      ["failed", count((p) => phase(p) === "Failed") + track.lost],
     ]
     for (const [k, n] of counts) if (n > 0) next[k] = n
     next.ready = count((p) =>

@@ -306,6 +306,15 @@ export const EksBackendConfig = z
       .default([])
       .describe("Tolerations added to every pod."),
     imagePullSecrets: z.array(Name).max(16).default([]).describe("Image pull secrets in the namespace."),
+    imagePullGraceS: z
+      .number()
+      .int()
+      .min(0)
+      .max(3600)
+      .default(120)
+      .describe(
+        "How long a task's pod may fail to pull its image (or start its container) before the attempt FAILS with Kubernetes' reason.",
+      ),
     agentCommand: z
       .array(ArgvWord)
       .min(1)

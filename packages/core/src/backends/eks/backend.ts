@@ -341,7 +341,9 @@ export function EksBackend(
       }
       if (!launched.length && !stopping.length) return result
       const index = await listNamespace()
-      const observed = observeNamespace(launched, stopping, index, runtime.clock.now())
+      const observed = observeNamespace(launched, stopping, index, runtime.clock.now(), {
+        imagePullGraceMs: config.imagePullGraceS * 1000,
+      })
       for (const message of observed.unknown) runtime.logger.warn(`${project} eks ${backendId}: ${message}`)
       result.transitions.push(...observed.transitions)
       result.waiting.push(...observed.waiting)

@@ -65,6 +65,7 @@ export function observeNamespace(
   stopping: readonly TaskRef[],
   index: NamespaceIndex,
   now: number,
+  options: { imagePullGraceMs?: number } = {},
 ): Observation {
   const out: Observation = { transitions: [], waiting: [], unstopped: [], unknown: [] }
   for (const ref of launched) {
@@ -93,12 +94,12 @@ export function observeNamespace(
       member === undefined
         ? pods
         : pods.filter((p) => p.metadata.labels?.[CompletionIndexLabel] === String(member))
-    let reading = readAttempt({ job, workload: index.workloads.get(name), pods: own, now })
+    let reading = readAttempt({ job, workload: index.workloads.get(name), pods: own, now, ...options })
     // A gang's Job fails whole when one member's pod fails: that member fails (and swarmplane retries
     // the gang), the others wait to be stopped rather than spend their own failure budgets.
     if (
       member !== undefined &&
-      reading.kind === "failed" &&
+      (reading.kind === "failed" || reading.kind === "lost") &&
       !own.some((p) => p.status?.phase === "Failed" && !p.metadata.deletionTimestamp) &&
       pods.some((p) => p.status?.phase === "Failed")
     )

@@ -205,6 +205,29 @@ const cases: {
     message: /Evicted: The node was low on resource/,
   },
   {
+    name: "Job failed on its backoff limit with no pod left (deleted before it ended): lost",
+    job: job([cond("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")]),
+    workload: workload(admitted),
+    pods: [],
+    want: { kind: "lost" },
+    message: /pod of Job sp-a-1 was deleted before it ended/,
+  },
+  {
+    name: "Job failed on its backoff limit with its failed pod listed: the pod's failure, not lost",
+    job: job([cond("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")]),
+    workload: workload(admitted),
+    pods: [pod("Failed", { terminated: { exitCode: 2, reason: "Error" } })],
+    want: { kind: "failed", reason: "exit_code", exitCode: 2 },
+  },
+  {
+    name: "Job failed on its deadline with no pod left: failed with the Job's reason",
+    job: job([cond("Failed", "True", "DeadlineExceeded", "Job was active longer than specified deadline")]),
+    workload: workload(admitted),
+    pods: [],
+    want: { kind: "failed", reason: "job_failed" },
+    message: /DeadlineExceeded/,
+  },
+  {
     name: "pod in an unknown phase: unknown, with the raw name",
     workload: workload(admitted),
     pods: [pod("Unknown")],
@@ -225,6 +248,19 @@ describe("readAttempt", () => {
       expect(reading).toMatchObject(c.want)
       if (c.message) expect((reading as { message: string }).message).toMatch(c.message)
     })
+})
+
+test("the image pull grace is the backend's: a shorter one fails the attempt sooner", () => {
+  const pulling = {
+    job: job(),
+    workload: workload(admitted),
+    pods: [pod("Pending", { waiting: { reason: "ErrImagePull", message: "not found" } })],
+  }
+  expect(readAttempt({ ...pulling, now: t0 + 5_000 }).kind).toBe("starting")
+  expect(readAttempt({ ...pulling, now: t0 + 5_000, imagePullGraceMs: 5_000 })).toMatchObject({
+    kind: "failed",
+    reason: "image_pull",
+  })
 })
 
 describe("attemptOutcome", () => {
@@ -255,6 +291,12 @@ describe("attemptOutcome", () => {
         "job",
       ),
     ).toEqual({ kind: "failed", attemptUid: "a1", reason: "oom_killed", message: "OOMKilled", exitCode: 137 })
+    expect(attemptOutcome({ kind: "lost", message: "gone" }, "a1", "job")).toEqual({
+      kind: "worker_failed",
+      attemptUid: "a1",
+      reason: "pod_lost",
+      message: "gone",
+    })
     expect(attemptOutcome({ kind: "preempted", reason: "preempted", message: "m" }, "a1", "job")).toEqual({
       kind: "preempted",
       attemptUid: "a1",

@@ -13,12 +13,15 @@
  * - A Workload Kueue evicted (preemption, node failure, ...) or a pod Kubernetes evicted: preempted
  *   (against the preemption budget; the Job is deleted and a new attempt queued).
  * - Succeeded, or failed with the container's exit code and reason (`OOMKilled`, `Error`).
+ * - A Job that failed on its backoff limit with no pod left: its pod was deleted before it ended (a node
+ *   gone, `kubectl delete pod`), which Kubernetes counts as a failure: lost, a WORKER_FAILED attempt
+ *   (the preemption budget, as Iris counts a pod gone), not the program's failure.
  * - A state this code does not know changes nothing and is reported with its raw name.
  */
 import type { Outcome } from "../../model/outcome"
 import type { Condition, ContainerStatus, Job, Pod, Workload } from "./types"
 
-/** An attempt whose image cannot be pulled this long after its pod was made has failed. */
+/** An attempt whose image cannot be pulled this long after its pod was made has failed (the default of `imagePullGraceS`). */
 export const ImagePullGraceMs = 120_000
 
 /** Waiting reasons of a container whose image cannot be pulled (D.1). */
@@ -43,6 +46,8 @@ export type AttemptReading =
   | { kind: "succeeded"; exitCode: number }
   | { kind: "failed"; reason: string; message: string; exitCode?: number }
   | { kind: "preempted"; reason: string; message: string }
+  /** Its pod is gone before it ended: not the program's failure. */
+  | { kind: "lost"; message: string }
   | { kind: "unknown"; state: string; message: string }
 
 export interface AttemptView {
@@ -52,6 +57,8 @@ export interface AttemptView {
   /** The Job's pods (a Job of one completion has one, or none yet). */
   pods: Pod[]
   now: number
+  /** How long an image that cannot be pulled is waited for; `ImagePullGraceMs` when absent. */
+  imagePullGraceMs?: number
 }
 
 const condition = (conditions: Condition[] | undefined, type: string) =>
@@ -108,7 +115,13 @@ function eviction(workload: Workload | undefined): { reason: string; message: st
 }
 
 /** What the attempt's Job, Workload and pods mean now. */
-export function readAttempt({ job, workload, pods, now }: AttemptView): AttemptReading {
+export function readAttempt({
+  job,
+  workload,
+  pods,
+  now,
+  imagePullGraceMs = ImagePullGraceMs,
+}: AttemptView): AttemptReading {
   const name = job.metadata.name ?? "?"
   const jobConditions = job.status?.conditions
   const pod = newest(pods)
@@ -120,6 +133,11 @@ export function readAttempt({ job, workload, pods, now }: AttemptView): AttemptR
     const ended = container ? terminatedFailure(name, container) : undefined
     if (ended?.kind === "failed") return ended
     const failed = condition(jobConditions, "Failed") ?? condition(jobConditions, "FailureTarget")
+    if (failed?.reason === "BackoffLimitExceeded" && !pods.some((p) => !p.metadata.deletionTimestamp))
+      return {
+        kind: "lost",
+        message: `the pod of Job ${name} was deleted before it ended (its node gone, or deleted outside swarmplane)`,
+      }
     return {
       kind: "failed",
       reason: "job_failed",
@@ -167,7 +185,7 @@ export function readAttempt({ job, workload, pods, now }: AttemptView): AttemptR
     if (phase === "Pending") {
       const waiting = container?.state?.waiting
       const since = Date.parse(pod.status?.startTime ?? pod.metadata.creationTimestamp ?? "")
-      const late = Number.isFinite(since) && now - since >= ImagePullGraceMs
+      const late = Number.isFinite(since) && now - since >= imagePullGraceMs
       if (
         waiting?.reason &&
         (ImagePullReasons.includes(waiting.reason) || ConfigReasons.includes(waiting.reason))
@@ -244,5 +262,7 @@ export function attemptOutcome(
       }
     case "preempted":
       return { kind: "preempted", attemptUid, reason: reading.reason, message: reading.message, stop: true }
+    case "lost":
+      return { kind: "worker_failed", attemptUid, reason: "pod_lost", message: reading.message }
   }
 }
