@@ -1,13 +1,18 @@
 /**
  * `npm run bench`: every benchmark, each printing a table with ratios against a baseline run in the
  * same process. `npm run bench -- scheduler` (or `store`, `reconcile`, `slurm`, `eks`, `batch`) runs one.
+ * The tables and figures also go to `bench/results/<time>.json` (the path is printed), so runs compare.
  */
+import { mkdirSync, writeFileSync } from "node:fs"
+import { availableParallelism, cpus } from "node:os"
+import { join } from "node:path"
 import { main as batchBench } from "./batch"
 import { main as eksBench } from "./eks"
 import { main as reconcileBench } from "./reconcile"
 import { main as schedulerBench } from "./scheduler"
 import { main as slurmBench } from "./slurm"
 import { main as storeBench } from "./store"
+import { recorded, startBench } from "./util"
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true"
 
@@ -25,5 +30,16 @@ if (unknown.length) {
   console.error(`unknown bench ${unknown.join(", ")}: choose from ${Object.keys(benches).join(", ")}`)
   process.exit(2)
 }
-for (const [name, run] of Object.entries(benches)) if (!wanted.length || wanted.includes(name)) await run()
+const startedAt = new Date()
+for (const [name, run] of Object.entries(benches))
+  if (!wanted.length || wanted.includes(name)) {
+    startBench(name)
+    await run()
+  }
+const folder = join(import.meta.dirname, "results")
+mkdirSync(folder, { recursive: true })
+const file = join(folder, `${startedAt.toISOString().replace(/[:.]/g, "-")}.json`)
+const machine = { node: process.version, cores: availableParallelism(), cpu: cpus()[0]?.model ?? "?" }
+writeFileSync(file, `${JSON.stringify({ startedAt: startedAt.toISOString(), machine, results: recorded() }, null, 2)}\n`)
+console.log(`\nresults: ${file}`)
 process.exit(0)

@@ -7,6 +7,10 @@
  * recorded (a hash kept in node_modules/.swarmplane-install). It uses only Node built-ins,
  * because it runs before anything is installed.
  *
+ * `--stamp` only records the install that just happened: the root package's `postinstall` runs it, so
+ * a plain `npm ci` or `npm install` also counts and the next `npm test` or `npm run bench` does not
+ * install everything again.
+ *
  * Then it builds the dashboard's browser bundle if its sources changed since the last build
  * (scripts/build-dashboard.mjs), since the API imports the module that build writes.
  */
@@ -34,6 +38,11 @@ function fingerprint() {
     hash.update(existsSync(path) ? readFileSync(path) : "absent")
   }
   return hash.digest("hex")
+}
+
+if (process.argv.includes("--stamp")) {
+  if (existsSync(dirname(stampFile))) writeFileSync(stampFile, `${fingerprint()}\n`)
+  process.exit(0)
 }
 
 const wanted = fingerprint()
