@@ -5,7 +5,7 @@ import { type AddressInfo, connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createEchoServer, type EchoServer } from "./echo-server"
 import { freePort } from "./net"
-import { createRouter, type Router, RouterStatusPath } from "./router"
+import { createRouter, type Router, RouterMetricsPath, RouterStatusPath } from "./router"
 
 let a: EchoServer
 let b: EchoServer
@@ -183,6 +183,96 @@ describe("router", () => {
       const before = b.stats.requests
       expect((await fetch(`${url}/v1/models`)).status).toBe(200)
       expect(b.stats.requests - before).toBe(1)
+    } finally {
+      await r.close()
+    }
+  })
+})
+
+describe("load-aware routing and metrics", () => {
+  it("sends requests to the replica with the fewest in flight: a busy one is passed over until it answers", async () => {
+    // A replica that holds every answer until the test lets it go.
+    const held: (() => void)[] = []
+    const gate = createServer((req, res) => {
+      req.resume()
+      held.push(() => res.end("slow"))
+    })
+    await new Promise<void>((resolve) => gate.listen(0, "127.0.0.1", resolve))
+    const slow = `http://127.0.0.1:${(gate.address() as AddressInfo).port}`
+    const r = createRouter([slow, urlA])
+    const url = `http://127.0.0.1:${await r.listen(0)}`
+    try {
+      // Ties go in turn: two requests at once take one replica each, the held one stays busy.
+      const first = fetch(`${url}/v1/models`)
+      const second = fetch(`${url}/v1/models`)
+      await until(() => held.length === 1)
+      const before = a.stats.requests
+      for (let i = 0; i < 5; i++) expect((await fetch(`${url}/v1/models`)).status).toBe(200)
+      expect(a.stats.requests - before, "all five went to the idle replica").toBe(5)
+      expect(r.metrics.inFlight(new URL(slow).origin)).toBe(1)
+      for (const release of held) release()
+      expect(await (await first).text()).toBeTruthy()
+      expect(await (await second).text()).toBeTruthy()
+      expect(r.metrics.inFlight(new URL(slow).origin)).toBe(0)
+    } finally {
+      await r.close()
+      gate.closeAllConnections()
+      gate.close()
+    }
+  })
+
+  it("measures each replica: answers by class, completion tokens (reported or counted), latency, in Prometheus text", async () => {
+    const r = createRouter([urlB])
+    const url = `http://127.0.0.1:${await r.listen(0)}`
+    try {
+      const post = (path: string, body: unknown) =>
+        fetch(`${url}${path}`, { method: "POST", body: JSON.stringify(body) }).then((res) => res.text())
+      // JSON: its usage (echo: + 3 words = 4); a stream without usage: its chunks with text (4); a stream
+      // with usage: the usage (4, its text chunks not counted again).
+      await post("/v1/chat/completions", { messages: [{ role: "user", content: "one two three" }] })
+      await post("/v1/chat/completions", {
+        stream: true,
+        messages: [{ role: "user", content: "one two three" }],
+      })
+      await post("/v1/completions", {
+        prompt: "one two three",
+        stream: true,
+        stream_options: { include_usage: true },
+      })
+      expect((await fetch(`${url}/v1/nothing-here`)).status).toBe(404)
+      const [replica] = r.metrics.snapshot()
+      expect(replica).toMatchObject({
+        upstream: new URL(urlB).origin,
+        inFlight: 0,
+        answers: { "2xx": 3, "4xx": 1 },
+        failures: 0,
+        tokens: 12,
+        requests: 4,
+      })
+      expect(replica!.firstByteP50).toBeGreaterThan(0)
+      const text = await (await fetch(`${url}${RouterMetricsPath}`)).text()
+      const label = `upstream="${new URL(urlB).origin}"`
+      expect(text).toContain(`swarmplane_router_answers_total{${label},code="2xx"} 3`)
+      expect(text).toContain(`swarmplane_router_completion_tokens_total{${label}} 12`)
+      expect(text).toContain(`swarmplane_router_in_flight{${label}} 0`)
+      expect(text).toContain(`swarmplane_router_request_duration_seconds_bucket{${label},le="+Inf"} 4`)
+      expect(text).toContain(`swarmplane_router_first_byte_seconds_count{${label}} 4`)
+      expect(text).toMatch(/^# TYPE swarmplane_router_request_duration_seconds histogram$/m)
+    } finally {
+      await r.close()
+    }
+  })
+
+  it("counts a replica that could not be reached as a failure, and forgets replicas no longer routed to", async () => {
+    const refused = `http://127.0.0.1:${await freePort()}`
+    const r = createRouter([refused, urlA])
+    const url = `http://127.0.0.1:${await r.listen(0)}`
+    try {
+      for (let i = 0; i < 2; i++) expect((await fetch(`${url}/v1/models`)).status).toBe(200)
+      const failures = Object.fromEntries(r.metrics.snapshot().map((m) => [m.upstream, m.failures]))
+      expect(failures[new URL(refused).origin]).toBe(1)
+      r.setUpstreams([urlA])
+      expect(r.metrics.snapshot().map((m) => m.upstream)).toEqual([new URL(urlA).origin])
     } finally {
       await r.close()
     }

@@ -1,11 +1,12 @@
 /**
  * The swarm router: one endpoint in front of a swarm's ready replicas. A streaming HTTP reverse proxy
  * (request and response bodies are piped, never buffered, so SSE token streams flow through) that
- * picks upstreams round-robin and retries once elsewhere when an upstream cannot be reached: the
- * connection is refused, unreachable, or not up within `connectTimeoutMs` (a machine that is gone
- * drops packets rather than refusing). An upstream that could not be reached is left out of the
- * rotation for `cooldownMs`, so a lost replica does not cost every Nth request a timeout until the
- * control plane notices; when every upstream is cooling down, all are tried as usual.
+ * sends each request to the replica with the fewest requests in flight (ties taken in turn), and retries
+ * once elsewhere when an upstream cannot be reached: the connection is refused, unreachable, or not up
+ * within `connectTimeoutMs` (a machine that is gone drops packets rather than refusing). An upstream
+ * that could not be reached is left out for `cooldownMs`, so a lost replica does not cost every Nth
+ * request a timeout until the control plane notices; when every upstream is cooling down, all are tried
+ * as usual. Per replica it measures what router-metrics.ts says, served at `/_swarmplane/metrics`.
  */
 import {
   type ClientRequest,
@@ -19,15 +20,20 @@ import {
 } from "node:http"
 import { request as httpsRequest } from "node:https"
 import type { AddressInfo } from "node:net"
+import { type Passage, type RouterMetrics, routerMetrics } from "./router-metrics"
 
 /** Path the router answers itself, to tell its own state apart from a replica's. */
 export const RouterStatusPath = "/_swarmplane/router"
+/** Its measurements of each replica, in Prometheus' text format. */
+export const RouterMetricsPath = "/_swarmplane/metrics"
 
 export interface Router {
   readonly server: Server
   /** Replace the upstreams (base URLs such as `http://10.0.0.5:8000`). Requests in flight go on. */
   setUpstreams(upstreams: readonly string[]): void
   upstreams(): readonly string[]
+  /** What it measured of each replica (in flight, answers, tokens, latency percentiles). */
+  readonly metrics: RouterMetrics
   listen(port?: number, host?: string): Promise<number>
   close(): Promise<void>
 }
@@ -65,11 +71,13 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
   let given: string[] = []
   let targets: URL[] = []
   let next = 0
+  const metrics = routerMetrics()
   const setUpstreams = (upstreams: readonly string[]) => {
     // An unparsable upstream is skipped rather than failing every request.
     const parsed = upstreams.flatMap((u) => (URL.canParse(u) ? [[u, new URL(u)] as const] : []))
     given = parsed.map(([u]) => u)
     targets = parsed.map(([, url]) => url)
+    metrics.retain(targets.map((u) => u.origin))
   }
   setUpstreams(initial)
 
@@ -80,17 +88,35 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
       sendJson(res, 200, { upstreams: given, ready: targets.length > 0, coolingDown })
       return
     }
+    if (req.url === RouterMetricsPath && req.method === "GET") {
+      const text = metrics.prometheus()
+      res.writeHead(200, {
+        "content-type": "text/plain; version=0.0.4; charset=utf-8",
+        "content-length": Buffer.byteLength(text),
+      })
+      res.end(text)
+      return
+    }
     if (targets.length === 0) {
       sendError(res, 503, "router.no_upstream", "no ready replica to route to yet; retry shortly")
       return
     }
-    // Round-robin over those not cooling down (all, if every one is); the retry goes to the next.
+    // The fewest in flight among those not cooling down (all, if every one is), ties taken in turn
+    // from a rotating start; the retry goes to the next least loaded.
     const t = now()
     const warm = targets.filter((u) => (cooling.get(u.origin) ?? 0) <= t)
     const pool = warm.length > 0 ? warm : targets
-    const first = next++ % pool.length
-    const order = [pool[first], pool[(first + 1) % pool.length]].filter((u) => u !== undefined)
-    const options = { connectTimeoutMs, unreachable: (u: URL) => cooling.set(u.origin, now() + cooldownMs) }
+    const start = next++ % pool.length
+    const order = pool
+      .map((u, i) => ({ u, load: metrics.inFlight(u.origin), turn: (i - start + pool.length) % pool.length }))
+      .sort((x, y) => x.load - y.load || x.turn - y.turn)
+      .slice(0, 2)
+      .map((x) => x.u)
+    const options: ForwardOptions = {
+      connectTimeoutMs,
+      unreachable: (u: URL) => cooling.set(u.origin, now() + cooldownMs),
+      metrics,
+    }
     bufferBody(req, (body) => forward(req, res, [...new Set(order)], options, body))
   })
 
@@ -98,6 +124,7 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
     server,
     setUpstreams,
     upstreams: () => given,
+    metrics,
     listen: (port = 0, host = "127.0.0.1") =>
       new Promise((resolve, reject) => {
         server.once("error", reject)
@@ -118,6 +145,7 @@ interface ForwardOptions {
   connectTimeoutMs: number
   /** Called for an upstream that could not be reached. */
   unreachable: (target: URL) => void
+  metrics: RouterMetrics
 }
 
 /** Request bodies up to this size are held, so a request whose replica dies before answering is sent again. */
@@ -157,6 +185,7 @@ function forward(
   const [target, ...rest] = targets
   if (!target) return
   const upstream = openUpstream(target, req)
+  const passage = options.metrics.begin(target.origin)
   let connected = false
   let answered = false
   let timer: NodeJS.Timeout | undefined
@@ -177,12 +206,14 @@ function forward(
   })
   upstream.once("response", (answer) => {
     answered = true
-    relay(answer, res)
+    relay(answer, res, passage)
   })
   upstream.on("error", (error: NodeJS.ErrnoException) => {
     clearTimeout(timer)
     const unreachable = !connected && Unreachable.has(error.code ?? "")
     if (unreachable) options.unreachable(target)
+    if (answered) passage.done()
+    else passage.failed()
     const again = unreachable || (body !== undefined && !answered && !res.headersSent && !clientGone(res))
     if (again && rest.length > 0) return forward(req, res, rest, options, body)
     if (!res.headersSent)
@@ -192,6 +223,8 @@ function forward(
   // A client that goes away must not leave a generation running upstream.
   res.once("close", () => {
     if (!res.writableFinished) upstream.destroy()
+    // The client went away before any answer: nothing more will come of this passage.
+    if (!answered) passage.failed()
   })
 }
 
@@ -223,10 +256,15 @@ export function forwardedHeaders(req: IncomingMessage, target: URL): OutgoingHtt
   return headers
 }
 
-function relay(answer: IncomingMessage, res: ServerResponse): void {
+function relay(answer: IncomingMessage, res: ServerResponse, passage: Passage): void {
   res.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(answer.headers))
+  passage.answered(answer.statusCode ?? 502, answer.headers["content-type"])
   // Flush headers at once: a streaming answer should reach the client as soon as it starts.
   res.flushHeaders()
+  // Measured as it goes by (never held back), then piped on untouched.
+  answer.on("data", (chunk: Buffer) => passage.chunk(chunk))
+  answer.once("end", () => passage.done())
+  answer.once("close", () => passage.done())
   answer.pipe(res)
   answer.once("error", (error) => res.destroy(error))
 }

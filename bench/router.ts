@@ -1,0 +1,90 @@
+/**
+ * What the swarm router costs a request: 300 sequential chat completions (after a warm-up) and 300
+ * streamed ones, each timed to its last byte by a client with kept-alive connections, sent straight to
+ * an echo replica (the baseline, in the same process) and through a router in front of two replicas.
+ * The router's target is a p50 within 1 ms of the direct call.
+ */
+import { Agent, request } from "node:http"
+import { createEchoServer } from "../packages/agent/src/echo-server"
+import { createRouter } from "../packages/agent/src/router"
+import { record, table } from "./util"
+
+const Requests = 300
+const Warmup = 50
+
+const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+
+/** One POST, timed to the answer's last byte, in ms. */
+function timed(base: string, path: string, body: string): Promise<number> {
+  const started = performance.now()
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${base}${path}`,
+      {
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.resume()
+        res.once("end", () => resolve(performance.now() - started))
+      },
+    )
+    req.once("error", reject)
+    req.end(body)
+  })
+}
+
+const percentile = (xs: number[], p: number) => {
+  const sorted = xs.slice().sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
+}
+
+export async function main(): Promise<void> {
+  const replicas = [createEchoServer(), createEchoServer()]
+  const urls = await Promise.all(replicas.map(async (r) => `http://127.0.0.1:${await r.listen(0)}`))
+  const router = createRouter(urls)
+  const routed = `http://127.0.0.1:${await router.listen(0)}`
+  const kinds = {
+    chat: JSON.stringify({ messages: [{ role: "user", content: "how long does the router take?" }] }),
+    streamed: JSON.stringify({
+      stream: true,
+      messages: [{ role: "user", content: "how long does the router take?" }],
+    }),
+  }
+  const rows: string[][] = []
+  try {
+    for (const [kind, body] of Object.entries(kinds)) {
+      const figures: Record<string, { p50: number; p99: number }> = {}
+      for (const [path, base] of [
+        ["direct", urls[0]!],
+        ["router", routed],
+      ] as const) {
+        for (let i = 0; i < Warmup; i++) await timed(base, "/v1/chat/completions", body)
+        const ms: number[] = []
+        for (let i = 0; i < Requests; i++) ms.push(await timed(base, "/v1/chat/completions", body))
+        figures[path] = { p50: percentile(ms, 0.5), p99: percentile(ms, 0.99) }
+      }
+      const d = figures.direct!
+      const r = figures.router!
+      rows.push(
+        [kind, "direct to a replica (baseline)", d.p50.toFixed(2), d.p99.toFixed(2), "1.00", "-"],
+        [
+          kind,
+          "through the router (2 replicas)",
+          r.p50.toFixed(2),
+          r.p99.toFixed(2),
+          (r.p50 / d.p50).toFixed(2),
+          (r.p50 - d.p50).toFixed(2),
+        ],
+      )
+      record({ [`router_${kind}`]: { direct: d, router: r, addedP50Ms: r.p50 - d.p50 } })
+    }
+  } finally {
+    agent.destroy()
+    await router.close()
+    await Promise.all(replicas.map((r) => r.close()))
+  }
+  console.log(`\nRouter overhead: ${Requests} sequential requests each, kept-alive client, loopback\n`)
+  console.log(table(["request", "path", "p50 ms", "p99 ms", "× direct (p50)", "added p50 ms"], rows))
+}

@@ -1,0 +1,256 @@
+/**
+ * What the swarm router measures of each replica it routes to: requests in flight (what least-outstanding
+ * routing picks by), answers by status class, failures to reach it, request duration, time to first
+ * byte of the answer (for a streamed completion, the first token) and completion tokens: the
+ * `usage.completion_tokens` an answer reports (a JSON answer's, or a stream's last chunk with
+ * `stream_options.include_usage`), else a stream's chunks that carry text (OpenAI-compatible servers send
+ * a token or a few per chunk). Served in Prometheus' text format at
+ * `/_swarmplane/metrics`, and as numbers (`snapshot`) for the agent to report.
+ *
+ * Hand-written rather than prom-client: five metric families over one label, and the agent ships as one
+ * bundled file where a registry library (and its global default registry) is weight for nothing else.
+ */
+
+import { StringDecoder } from "node:string_decoder"
+
+/** Histogram bounds in seconds: LLM answers run from milliseconds to minutes. */
+export const DurationBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
+
+class Histogram {
+  readonly counts = DurationBuckets.map(() => 0)
+  count = 0
+  sum = 0
+  observe(seconds: number): void {
+    this.count++
+    this.sum += seconds
+    const i = DurationBuckets.findIndex((b) => seconds <= b)
+    if (i >= 0) this.counts[i]!++
+  }
+  /** The p-th percentile (0..1) as the upper bound of its bucket; undefined with no samples. */
+  quantile(p: number): number | undefined {
+    if (!this.count) return undefined
+    const rank = Math.ceil(p * this.count)
+    let seen = 0
+    for (let i = 0; i < DurationBuckets.length; i++) {
+      seen += this.counts[i]!
+      if (seen >= rank) return DurationBuckets[i]
+    }
+    return Number.POSITIVE_INFINITY
+  }
+}
+
+export interface UpstreamStats {
+  inFlight: number
+  /** Answers by status class (`2xx`, `4xx`, `5xx`, ...). */
+  answers: Record<string, number>
+  /** Requests that got no answer from it (unreachable, or it failed mid-request). */
+  failures: number
+  tokens: number
+  duration: Histogram
+  firstByte: Histogram
+}
+
+/** One request's passage through one replica. */
+export interface Passage {
+  /** The answer's head arrived. */
+  answered(status: number, contentType: string | undefined): void
+  /** A chunk of the answer's body went by (counted for first byte and tokens; never held). */
+  chunk(data: Buffer): void
+  /** The answer ended, whole or not. */
+  done(): void
+  /** No answer came (the request may go to another replica). */
+  failed(): void
+}
+
+/** Bytes of a JSON answer kept to read its `usage`; a larger answer's tokens go uncounted. */
+const MaxUsageBytes = 256 * 1024
+
+export function routerMetrics(now: () => number = () => performance.now()) {
+  const stats = new Map<string, UpstreamStats>()
+  const of = (upstream: string): UpstreamStats => {
+    let s = stats.get(upstream)
+    if (!s) {
+      s = {
+        inFlight: 0,
+        answers: {},
+        failures: 0,
+        tokens: 0,
+        duration: new Histogram(),
+        firstByte: new Histogram(),
+      }
+      stats.set(upstream, s)
+    }
+    return s
+  }
+
+  return {
+    inFlight: (upstream: string) => stats.get(upstream)?.inFlight ?? 0,
+
+    /** Start a request on `upstream`; every passage ends exactly once (`done` or `failed`). */
+    begin(upstream: string): Passage {
+      const s = of(upstream)
+      s.inFlight++
+      const started = now()
+      let ended = false
+      let firstByteSeen = false
+      let kind: "sse" | "json" | "other" = "other"
+      const events = sseTokens()
+      const held: Buffer[] = []
+      let heldBytes = 0
+      const end = () => {
+        if (ended) return false
+        ended = true
+        s.inFlight--
+        return true
+      }
+      return {
+        answered(status, contentType) {
+          const cls = `${Math.floor(status / 100)}xx`
+          s.answers[cls] = (s.answers[cls] ?? 0) + 1
+          kind = contentType?.startsWith("text/event-stream")
+            ? "sse"
+            : contentType?.startsWith("application/json")
+              ? "json"
+              : "other"
+        },
+        chunk(data) {
+          if (!firstByteSeen) {
+            firstByteSeen = true
+            s.firstByte.observe((now() - started) / 1000)
+          }
+          if (kind === "sse") events.push(data)
+          else if (kind === "json" && heldBytes + data.length <= MaxUsageBytes) {
+            held.push(data)
+            heldBytes += data.length
+          } else if (kind === "json") {
+            kind = "other"
+            held.length = 0
+          }
+        },
+        done() {
+          if (!end()) return
+          s.duration.observe((now() - started) / 1000)
+          if (kind === "json" && held.length) s.tokens += completionTokens(Buffer.concat(held))
+          if (kind === "sse") s.tokens += events.tokens()
+        },
+        failed() {
+          if (end()) s.failures++
+        },
+      }
+    },
+
+    /** Per replica, for the agent's report: in flight, answers, failures, tokens, p50/p99 seconds. */
+    snapshot() {
+      return [...stats].map(([upstream, s]) => ({
+        upstream,
+        inFlight: s.inFlight,
+        answers: { ...s.answers },
+        failures: s.failures,
+        tokens: s.tokens,
+        requests: s.duration.count,
+        durationP50: s.duration.quantile(0.5),
+        durationP99: s.duration.quantile(0.99),
+        firstByteP50: s.firstByte.quantile(0.5),
+        firstByteP99: s.firstByte.quantile(0.99),
+      }))
+    },
+
+    /** Forget replicas no longer routed to (none in flight): their series stop. */
+    retain(upstreams: readonly string[]): void {
+      for (const [u, s] of stats) if (!upstreams.includes(u) && s.inFlight === 0) stats.delete(u)
+    },
+
+    /** The Prometheus text exposition (format 0.0.4). */
+    prometheus(): string {
+      const lines: string[] = []
+      const family = (name: string, type: string, help: string) =>
+        lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
+      const label = (u: string) => `upstream="${u.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`
+      family("swarmplane_router_in_flight", "gauge", "Requests being answered by the replica now.")
+      for (const [u, s] of stats) lines.push(`swarmplane_router_in_flight{${label(u)}} ${s.inFlight}`)
+      family("swarmplane_router_answers_total", "counter", "Answers from the replica, by status class.")
+      for (const [u, s] of stats)
+        for (const [code, n] of Object.entries(s.answers))
+          lines.push(`swarmplane_router_answers_total{${label(u)},code="${code}"} ${n}`)
+      family("swarmplane_router_failures_total", "counter", "Requests the replica did not answer.")
+      for (const [u, s] of stats) lines.push(`swarmplane_router_failures_total{${label(u)}} ${s.failures}`)
+      family("swarmplane_router_completion_tokens_total", "counter", "Completion tokens the replica sent.")
+      for (const [u, s] of stats)
+        lines.push(`swarmplane_router_completion_tokens_total{${label(u)}} ${s.tokens}`)
+      const histogram = (name: string, help: string, pick: (s: UpstreamStats) => Histogram) => {
+        family(name, "histogram", help)
+        for (const [u, s] of stats) {
+          const h = pick(s)
+          let cumulative = 0
+          DurationBuckets.forEach((b, i) => {
+            cumulative += h.counts[i]!
+            lines.push(`${name}_bucket{${label(u)},le="${b}"} ${cumulative}`)
+          })
+          lines.push(`${name}_bucket{${label(u)},le="+Inf"} ${h.count}`)
+          lines.push(`${name}_sum{${label(u)}} ${h.sum}`, `${name}_count{${label(u)}} ${h.count}`)
+        }
+      }
+      histogram(
+        "swarmplane_router_request_duration_seconds",
+        "Time to the end of the answer.",
+        (s) => s.duration,
+      )
+      histogram(
+        "swarmplane_router_first_byte_seconds",
+        "Time to the first byte of the answer's body (a stream's first token).",
+        (s) => s.firstByte,
+      )
+      return `${lines.join("\n")}\n`
+    },
+  }
+}
+
+export type RouterMetrics = ReturnType<typeof routerMetrics>
+
+/**
+ * A stream's completion tokens, read event by event as its chunks go by (an event may be cut between
+ * chunks, a character between bytes): the usage it reports, else its chunks that carry text.
+ */
+function sseTokens() {
+  const decoder = new StringDecoder("utf8")
+  let partial = ""
+  let chunks = 0
+  let reported: number | undefined
+  return {
+    push(data: Buffer): void {
+      const lines = (partial + decoder.write(data)).split("\n")
+      partial = lines.pop() ?? ""
+      for (const line of lines) {
+        if (!line.startsWith("data:")) continue
+        const payload = line.slice(5).trim()
+        if (!payload || payload === "[DONE]") continue
+        try {
+          const event = JSON.parse(payload)
+          const usage = event?.usage?.completion_tokens
+          if (typeof usage === "number" && Number.isFinite(usage) && usage >= 0) reported = usage
+          else if (carriesText(event)) chunks++
+        } catch {
+          // Not JSON: not an OpenAI-style event; nothing to count.
+        }
+      }
+    },
+    tokens: () => reported ?? chunks,
+  }
+}
+
+const carriesText = (event: { choices?: { text?: unknown; delta?: { content?: unknown } }[] }) =>
+  Array.isArray(event?.choices) &&
+  event.choices.some((c) => {
+    const text = c?.delta?.content ?? c?.text
+    return typeof text === "string" && text !== ""
+  })
+
+/** `usage.completion_tokens` of a JSON answer, or 0. */
+function completionTokens(body: Buffer): number {
+  try {
+    const n = JSON.parse(body.toString("utf8"))?.usage?.completion_tokens
+    return typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : 0
+  } catch {
+    return 0
+  }
+}
