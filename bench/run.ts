@@ -9,8 +9,10 @@ import { join } from "node:path"
 import { main as batchBench } from "./batch"
 import { main as eksBench } from "./eks"
 import { main as reconcileBench } from "./reconcile"
+import { main as routerBench } from "./router"
 import { main as schedulerBench } from "./scheduler"
 import { main as slurmBench } from "./slurm"
+import { main as slurmLatencyBench } from "./slurm-latency"
 import { main as storeBench } from "./store"
 import { recorded, startBench } from "./util"
 
@@ -21,8 +23,10 @@ const benches: Record<string, () => Promise<void>> = {
   scheduler: schedulerBench,
   reconcile: reconcileBench,
   slurm: slurmBench,
+  "slurm-latency": slurmLatencyBench,
   eks: eksBench,
   batch: batchBench,
+  router: routerBench,
 }
 const wanted = process.argv.slice(2)
 const unknown = wanted.filter((name) => !(name in benches))

@@ -67,6 +67,11 @@ export interface LaunchRequest {
    * and launch the same attempts; a submit of this one still going on would make them twice.
    */
   deadline?: number
+  /**
+   * Attempts placed by this very pass: no earlier try can have submitted them, so a backend may skip
+   * looking for one to adopt (a Slurm history lookup costs a read of the completion log).
+   */
+  firstTry?: ReadonlySet<string>
 }
 
 export interface LaunchResult {

@@ -92,6 +92,8 @@ interface Pass {
   stops: string[]
   /** Workers declared dead in this pass. */
   unavailable: Set<string>
+  /** Attempts this pass placed: nothing can have submitted them before its launch. */
+  minted: Set<string>
 }
 
 /** Before each step that writes: a pass that ran past its lease stops rather than race the next holder. */
@@ -287,6 +289,7 @@ async function place(pass: Pass): Promise<void> {
     const planned = planPlacement(result, ready)
     await apply(pass, planned.assignments)
     pass.report.placed = planned.assignments.length
+    for (const a of result.assignments) pass.minted.add(a.attemptUid)
     await apply(pass, planned.preemptions)
     reasons = result.pendingReasons
     waiting = planned.reasons
@@ -310,7 +313,11 @@ async function launch(pass: Pass): Promise<void> {
   if (!attempts.length) return
   guard(pass)
   // The backend submits nothing past the lease: another pass may launch these attempts after it.
-  const launched = await pass.backend.launch({ attempts, deadline: actsUntil(pass.lease) })
+  const launched = await pass.backend.launch({
+    attempts,
+    deadline: actsUntil(pass.lease),
+    firstTry: pass.minted,
+  })
   await apply(pass, planLaunch(launched, pass.now))
 }
 
@@ -379,6 +386,7 @@ export async function reconcilePass(
       failed: new Set(),
       stops: [],
       unavailable: new Set(),
+      minted: new Set(),
     }
     const due = jobsToSettle(snapshot)
     await applyObserved(pass, await observe(pass))

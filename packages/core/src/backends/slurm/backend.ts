@@ -128,7 +128,11 @@ export function SlurmBackend(
   })
 
   /** The launch of one submission: its script (checked), then submit-or-adopt in one exec. */
-  async function submit(name: string, refs: TaskRef[]): Promise<ReturnType<typeof submitResult>> {
+  async function submit(
+    name: string,
+    refs: TaskRef[],
+    firstTry: boolean,
+  ): Promise<ReturnType<typeof submitResult>> {
     const swarm = refs[0]!.job.spec.swarm
     const url = swarm ? (await runtime.repos.swarms.get(project, swarm))?.url : undefined
     let script: string
@@ -138,7 +142,7 @@ export function SlurmBackend(
       if (error instanceof UnsafeValueError) return { refused: error.message }
       throw error
     }
-    return submitResult(await run(submitOrAdoptCommand(name, outputDirOf(config)), script))
+    return submitResult(await run(submitOrAdoptCommand(name, outputDirOf(config), { firstTry }), script))
   }
 
   return {
@@ -213,7 +217,10 @@ export function SlurmBackend(
         }
         let outcome: Awaited<ReturnType<typeof submit>>
         try {
-          outcome = await submit(name, refs)
+          const firstTry = refs.every((ref) =>
+            request.firstTry?.has(ref.task.data.attempts.at(-1)?.attemptUid ?? ""),
+          )
+          outcome = await submit(name, refs, firstTry)
         } catch (error) {
           if (!(error instanceof BackendError || error instanceof VisibleError)) throw error
           unreachable = error.message

@@ -52,7 +52,7 @@ describe("batch progress in the reconcile command", () => {
 
 describe("submit or adopt", () => {
   /** Run the command with fake Slurm tools: squeue and sacct print what the case says, sbatch says 99. */
-  const run = (tools: { squeue?: string; sacctX?: string; sacctC?: string }) => {
+  const run = (tools: { squeue?: string; sacctX?: string; sacctC?: string }, firstTry = false) => {
     const dir = mkdtempSync(join(tmpdir(), "swarmplane-adopt-"))
     const tool = (name: string, body: string) => {
       writeFileSync(join(dir, name), `#!/bin/sh\n${body}\n`)
@@ -64,7 +64,7 @@ describe("submit or adopt", () => {
       `case " $* " in *" -X "*) ${tools.sacctX === undefined ? "echo 'Slurm accounting storage is disabled' >&2; exit 1" : `printf '%b' ${JSON.stringify(tools.sacctX)}`} ;; *) printf '%b' ${JSON.stringify(tools.sacctC ?? "JobID|JobName|State|ExitCode|End\\n")} ;; esac`,
     )
     tool("sbatch", "cat >/dev/null; echo 99")
-    return execFileSync("sh", ["-c", submitOrAdoptCommand("sp-s-new", join(dir, "out"))], {
+    return execFileSync("sh", ["-c", submitOrAdoptCommand("sp-s-new", join(dir, "out"), { firstTry })], {
       input: "#!/bin/bash\n",
       encoding: "utf8",
       env: { PATH: `${dir}:${process.env.PATH}` },
@@ -85,6 +85,12 @@ describe("submit or adopt", () => {
         sacctC: `${header}4|sp-s-old|COMPLETED|0:0|x\n8|sp-s-new|FAILED|1:0|x\n7|sp-s-new|COMPLETED|0:0|x\n`,
       }),
     ).toBe("adopted 7")
+  })
+
+  test("an attempt placed this very pass is submitted without looking for one to adopt", () => {
+    // Even where the queue would list the name (it cannot, for a first try): no lookup, one sbatch.
+    expect(run({ squeue: "41\n" }, true)).toBe("99")
+    expect(submitOrAdoptCommand("sp-s-new", "/out", { firstTry: true })).not.toMatch(/squeue|sacct/)
   })
 
   test("jobcomp's log ignores --name: other submissions in it are never adopted, a new one is submitted", () => {

@@ -85,7 +85,14 @@ export function parseExitSection(text: string): Map<string, number> {
 }
 
 /** Submit the script on stdin, unless a job of that name exists already (a retried submit adopts it). */
-export function submitOrAdoptCommand(name: string, outputDir: string): string {
+export function submitOrAdoptCommand(
+  name: string,
+  outputDir: string,
+  options: { firstTry?: boolean } = {},
+): string {
+  // Nothing can have submitted an attempt placed this very pass: no lookup (the history one reads the
+  // whole completion log where accounting is off, which grows with every job the cluster ran).
+  if (options.firstTry) return `mkdir -p ${sh(outputDir)} && sbatch --parsable`
   return [
     // In a variable: the history command puts its names in double quotes, where only a variable stays data.
     `name=${sh(name)}`,
