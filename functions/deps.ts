@@ -1,6 +1,7 @@
 /**
  * The deployed composition root: the one place that reads the environment, SST's linked resources
- * and secrets. Built once per Lambda container (cold start) and reused by every invocation.
+ * and secrets. Built once per Lambda container (cold start) and reused by every invocation. Only the
+ * clients every invocation uses are loaded at import; the SSM client loads when a secret is first read.
  *
  *   Resource.State.name, Resource.ScheduleQueue.url, Resource.ApiPepper.value   (SST links)
  *   SWARMPLANE_SECRETS_PREFIX   SSM path of backend secrets (default /swarmplane/<stage>/secrets)
@@ -11,7 +12,7 @@
 import { Logger as Powertools } from "@aws-lambda-powertools/logger"
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb"
 import { SQSClient } from "@aws-sdk/client-sqs"
-import { SSMClient } from "@aws-sdk/client-ssm"
+import type { SSMClient } from "@aws-sdk/client-ssm"
 import { SqsQueue } from "@swarmplane/core/queue/sqs"
 import { createRuntime, type Runtime } from "@swarmplane/core/runtime"
 import { SsmSecrets } from "@swarmplane/core/secrets/ssm"
@@ -37,7 +38,11 @@ export function runtime(env: NodeJS.ProcessEnv = process.env): Runtime {
   const stage = env.SWARMPLANE_STAGE ?? "dev"
   const dynamo = new DynamoDBClient({ ...endpoint("SWARMPLANE_DYNAMODB_ENDPOINT") })
   const sqs = new SQSClient({ ...endpoint("SWARMPLANE_SQS_ENDPOINT") })
-  const ssm = new SSMClient({ ...endpoint("SWARMPLANE_SSM_ENDPOINT") })
+  // Loaded when a secret is first read (a backend config's sshKeySecret or tokenSecret), not at every cold start.
+  const ssm = async (): Promise<SSMClient> => {
+    const { SSMClient } = await import("@aws-sdk/client-ssm")
+    return new SSMClient({ ...endpoint("SWARMPLANE_SSM_ENDPOINT") })
+  }
   cached = createRuntime({
     store: DynamoStore({ client: dynamo, tableName: Resource.State.name }),
     queue: SqsQueue({ client: sqs, queueUrl: Resource.ScheduleQueue.url }),

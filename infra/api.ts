@@ -13,6 +13,7 @@
  * so an SST upgrade cannot move it, and so it stays the nearest Lambda runtime to the Node 20
  * the project is developed and tested on.
  */
+import { bundleSettings } from "./bundle"
 import { queue } from "./queue"
 import { functionEnvironment, pepper, secretsPermissions } from "./secrets"
 import { table } from "./storage"
@@ -20,6 +21,7 @@ import { table } from "./storage"
 export const api = new sst.aws.Function("Api", {
   handler: "functions/api.handler",
   runtime: "nodejs22.x",
+  nodejs: bundleSettings,
   // CORS, if needed at all (the dashboard is same-origin), is the Hono app's job; URL-level
   // CORS on top would send its headers twice.
   url: { cors: false },

@@ -10,6 +10,7 @@
  *   visibility timeout, so `maxReceiveCount` (5) receives take about half an hour before the
  *   message lands in `ScheduleDlq`, where it is kept 14 days for inspection.
  */
+import { bundleSettings } from "./bundle"
 import { functionEnvironment, pepper, secretsPermissions } from "./secrets"
 import { table } from "./storage"
 
@@ -32,6 +33,7 @@ queue.subscribe(
   {
     handler: "functions/schedule.handler",
     runtime: "nodejs22.x",
+    nodejs: bundleSettings,
     timeout: `${consumerTimeout} seconds`,
     memory: "512 MB",
     link: [table, queue, pepper],

@@ -18,6 +18,7 @@
  * Both are linked to the pepper as well because `functions/deps.ts` builds the same
  * dependencies for every handler.
  */
+import { bundleSettings } from "./bundle"
 import { queue } from "./queue"
 import { functionEnvironment, pepper, secretsPermissions } from "./secrets"
 import { table } from "./storage"
@@ -27,6 +28,7 @@ export const reconcile = new sst.aws.CronV2("Reconcile", {
   function: {
     handler: "functions/reconcile.handler",
     runtime: "nodejs22.x",
+    nodejs: bundleSettings,
     timeout: "80 seconds",
     retries: 0,
     memory: "512 MB",
@@ -41,6 +43,7 @@ export const autoscale = new sst.aws.CronV2("Autoscale", {
   function: {
     handler: "functions/autoscale.handler",
     runtime: "nodejs22.x",
+    nodejs: bundleSettings,
     timeout: "2 minutes",
     retries: 0,
     memory: "512 MB",

@@ -6,6 +6,7 @@
  */
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi"
 import { bodyLimit } from "hono/body-limit"
+import { TrieRouter } from "hono/router/trie-router"
 import { Health } from "../model/api"
 import { Limits } from "../model/limits"
 import { iso } from "../util/clock"
@@ -13,7 +14,6 @@ import { ValidationError, VisibleError } from "../util/errors"
 import { authenticate } from "./auth"
 import type { ApiDeps, ApiEnv } from "./context"
 import { dashboardRoutes } from "./dashboard/routes"
-import { renderDocs } from "./docs-page"
 import { errorBody, onError } from "./errors"
 import { idempotency } from "./idempotency"
 import { fieldIssues } from "./issues"
@@ -47,6 +47,10 @@ export function protoKeys(value: unknown, path = "", depth = 0, out: string[] = 
 
 export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   const app = new OpenAPIHono<ApiEnv>({
+    // Hono's default SmartRouter first tries to compile every route into one RegExpRouter, fails on
+    // this route set and falls back to TrieRouter on the first request; starting with TrieRouter
+    // skips that failed attempt on every cold start and routes the same.
+    router: new TrieRouter(),
     defaultHook: (result) => {
       if (!result.success) throw new ValidationError(fieldIssues(result.error, targetPrefix[result.target]))
     },
@@ -138,9 +142,15 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
         "A serverless control plane for LLM serving swarms and sharded GPU batch jobs on Slurm, DGX Cloud Lepton, EKS/Kueue and swarmplane's own workers.",
     },
   }
-  app.doc31("/openapi.json", documentConfig)
-  app.get("/docs", (c) =>
-    c.html(renderDocs(app.getOpenAPI31Document(documentConfig) as unknown as Record<string, unknown>)),
-  )
+  // Generated on the first request that needs it, then kept: the routes do not change after this
+  // function returns, and a cold start that never serves the document never pays for it.
+  let document: Record<string, unknown> | undefined
+  const openApiDocument = () =>
+    (document ??= app.getOpenAPI31Document(documentConfig) as unknown as Record<string, unknown>)
+  app.get("/openapi.json", (c) => c.json(openApiDocument()))
+  app.get("/docs", async (c) => {
+    const { renderDocs } = await import("./docs-page")
+    return c.html(renderDocs(openApiDocument()))
+  })
   return app
 }

@@ -1,13 +1,16 @@
 /**
  * Secrets in SSM Parameter Store (deployed): `<prefix>/<project>/<name>`, SecureString, cached per
  * process. Scoped by project, so a backend config of one project can never read another's secret.
+ * The SSM client may be given as a factory: it then runs (once) when a secret is first read, so a
+ * cold start that reads none never loads `@aws-sdk/client-ssm`.
  */
 import type { SSMClient } from "@aws-sdk/client-ssm"
 import { BackendError, VisibleError } from "../util/errors"
 import type { Secrets } from "./port"
 
 export function SsmSecrets(options: {
-  client: SSMClient
+  /** The client, or a factory that builds it on the first read (e.g. behind a dynamic `import()`). */
+  client: SSMClient | (() => Promise<SSMClient>)
   prefix: string
   ttlMs?: number
   now?: () => number
@@ -15,6 +18,17 @@ export function SsmSecrets(options: {
   const cache = new Map<string, { value: string; at: number }>()
   const ttl = options.ttlMs ?? 5 * 60_000
   const now = options.now ?? Date.now
+  const given = options.client
+  let client: Promise<SSMClient> | undefined
+  const ssm = (): Promise<SSMClient> => {
+    if (typeof given !== "function") return Promise.resolve(given)
+    // One client per process; a failed load (say, a broken bundle) is retried on the next read.
+    client ??= given().catch((error: unknown) => {
+      client = undefined
+      throw error
+    })
+    return client
+  }
   return {
     async get(project, name) {
       const path = `${options.prefix.replace(/\/$/, "")}/${project}/${name}`
@@ -22,7 +36,7 @@ export function SsmSecrets(options: {
       if (hit && now() - hit.at < ttl) return hit.value
       const { GetParameterCommand, ParameterNotFound } = await import("@aws-sdk/client-ssm")
       try {
-        const out = await options.client.send(new GetParameterCommand({ Name: path, WithDecryption: true }))
+        const out = await (await ssm()).send(new GetParameterCommand({ Name: path, WithDecryption: true }))
         const value = out.Parameter?.Value
         if (value === undefined) throw new ParameterNotFound({ message: "empty", $metadata: {} })
         cache.set(path, { value, at: now() })

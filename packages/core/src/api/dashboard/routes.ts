@@ -2,11 +2,15 @@
  * The web dashboard, served by the API itself: `GET /` is the page and `GET /ui/{name}` its files. They
  * need no key (the page signs in against `/v1/me`); every answer carries a strict Content-Security-Policy
  * (same-origin only, no inline script or style, Trusted Types) and an ETag; the browser revalidates
- * (`no-cache`), so a new deployment is picked up at the next load.
+ * (`no-cache`), so a new deployment is picked up at the next load. The files (the browser bundle is
+ * most of the API's own code by size) load on the first dashboard request, not at the API's cold start.
  */
 import type { Context, Env, Hono } from "hono"
 import { errorBody } from "../errors"
-import { type Asset, page, uiAssets } from "./assets"
+import type { Asset } from "./assets"
+
+let assets: Promise<typeof import("./assets")> | undefined
+const loadAssets = () => (assets ??= import("./assets"))
 
 export const contentSecurityPolicy = [
   "default-src 'self'",
@@ -40,10 +44,10 @@ function serve(c: Context, file: Asset): Response {
 }
 
 export function dashboardRoutes<E extends Env>(app: Hono<E>): void {
-  app.get("/", (c) => serve(c, page))
-  app.get("/ui/:name", (c) => {
+  app.get("/", async (c) => serve(c, (await loadAssets()).page))
+  app.get("/ui/:name", async (c) => {
     const name = c.req.param("name")
-    const file = uiAssets.get(name)
+    const file = (await loadAssets()).uiAssets.get(name)
     if (!file)
       return c.json(errorBody("route.not_found", `no dashboard file ${name}; see / for the dashboard`), 404)
     return serve(c, file)
