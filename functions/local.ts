@@ -6,6 +6,10 @@
  * A configuration error exits 2, a failed start 1.
  *
  *   SWARMPLANE_DATA_DIR    state, secrets and the admin key (default `.swarmplane`)
+ *   SWARMPLANE_LOCAL_STORE where the state is kept: `journal` (the default: `store.jsonl` in the data
+ *                          folder, in this process) or `dynalite` (the DynamoDB and SQS adapters on
+ *                          embedded dynalite and fauxqs, `dynamo/` in the data folder); a folder that
+ *                          holds only dynalite's state goes on with dynalite unless this says otherwise
  *   SWARMPLANE_PORT        API port (default 8787); SWARMPLANE_HOST (default 127.0.0.1)
  *   SWARMPLANE_ADMIN_KEY   use this admin key instead of a generated one
  *   SWARMPLANE_CONFIG_DIR  where the CLI's config lives (default ~/.config/swarmplane)
@@ -24,7 +28,7 @@ import { homedir } from "node:os"
 import { join, relative, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { consoleLogger } from "./local/console-logger"
-import { startLocalControlPlane } from "./local/control-plane"
+import { type LocalStore, LocalStores, startLocalControlPlane } from "./local/control-plane"
 import {
   FakeEksBackend,
   type FakeEksProcess,
@@ -51,6 +55,10 @@ function fail(message: string, code: number): never {
 // 1. Configuration.
 const logger = consoleLogger({ level: (env.SWARMPLANE_LOG ?? "info") as "debug" | "info" | "warn" | "error" })
 const dataDir = resolve(env.SWARMPLANE_DATA_DIR ?? ".swarmplane")
+const storeSetting = env.SWARMPLANE_LOCAL_STORE ?? ""
+if (storeSetting !== "" && !LocalStores.includes(storeSetting as LocalStore))
+  fail(`SWARMPLANE_LOCAL_STORE must be ${LocalStores.join(" or ")}, got "${storeSetting}"`, 2)
+const store = storeSetting === "" ? undefined : (storeSetting as LocalStore)
 const port = Number(env.SWARMPLANE_PORT ?? 8787)
 if (!Number.isInteger(port) || port < 0 || port > 65535)
   fail(`SWARMPLANE_PORT must be a port number (0-65535), got "${env.SWARMPLANE_PORT}"`, 2)
@@ -102,6 +110,7 @@ const plane = await startLocalControlPlane({
   cliConfigDir,
   agentEnv: env,
   ...(adminKey ? { adminKey } : {}),
+  ...(store ? { store } : {}),
 }).catch(async (error: unknown) => {
   await fakeEks?.process.stop()
   return fail(`swarmplane: ${error instanceof Error ? error.message : String(error)}`, 1)
@@ -132,7 +141,7 @@ if (fakeEks) {
 const rel = relative(process.cwd(), dataDir)
 const shownDir = rel === "" ? "." : rel.startsWith("..") ? dataDir : rel
 logger.info(
-  `swarmplane local control plane on ${plane.url} (state in ${shownDir}/, ready in ${Date.now() - started} ms)`,
+  `swarmplane local control plane on ${plane.url} (state in ${shownDir}/ on ${plane.store}, ready in ${Date.now() - started} ms)`,
 )
 // Shown once, on the first start, as the issue of a new key always is; later starts only say where it is.
 if (plane.adminKeyCreated && !adminKey)

@@ -3,7 +3,7 @@
  * admin key once, keeps state across restarts in its data folder, honours SWARMPLANE_ADMIN_KEY, refuses
  * a second instance on the same folder, and logs one line per state change.
  */
-import { readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, test } from "vitest"
 import { freshDirs as fresh, killStarted, type LocalProcess, startLocal } from "./support/local"
@@ -72,5 +72,40 @@ describe("local control plane", () => {
     const second = startLocal(env)
     await expect(second).rejects.toThrow(/another local control plane .* SWARMPLANE_DATA_DIR/)
     await stopLocal(first)
+  })
+
+  test("keeps its state in the journal store.jsonl of the data folder by default", async () => {
+    const env = fresh()
+    const s = await startLocal(env)
+    expect(s.output()).toMatch(/state in .* on journal/)
+    expect(existsSync(join(env.SWARMPLANE_DATA_DIR, "store.jsonl"))).toBe(true)
+    expect(existsSync(join(env.SWARMPLANE_DATA_DIR, "dynamo"))).toBe(false)
+    expect(await stopLocal(s)).toBe(0)
+  })
+
+  test("SWARMPLANE_LOCAL_STORE=dynalite keeps state in dynalite, and a folder made so stays on it", async () => {
+    const env = fresh()
+    const first = await startLocal({ ...env, SWARMPLANE_LOCAL_STORE: "dynalite" })
+    expect(first.output()).toMatch(/state in .* on dynalite/)
+    const key = readFileSync(join(env.SWARMPLANE_DATA_DIR, "admin-key"), "utf8").trim()
+    expect((await call(first.url, key, "POST", "/v1/swarms", { name: "llm", model: "echo" })).status).toBe(
+      202,
+    )
+    expect(await stopLocal(first)).toBe(0)
+    expect(readdirSync(join(env.SWARMPLANE_DATA_DIR, "dynamo")).length).toBeGreaterThan(0)
+    expect(existsSync(join(env.SWARMPLANE_DATA_DIR, "store.jsonl"))).toBe(false)
+
+    // No setting: the folder's dynalite state is what it goes on with, not a fresh journal.
+    const second = await startLocal(env)
+    expect(second.output()).toMatch(/state in .* on dynalite/)
+    expect((await call(second.url, key, "GET", "/v1/swarms/llm")).json).toMatchObject({ name: "llm" })
+    expect(await stopLocal(second)).toBe(0)
+  })
+
+  test("an unknown SWARMPLANE_LOCAL_STORE is refused with the choices", async () => {
+    const started = startLocal({ ...fresh(), SWARMPLANE_LOCAL_STORE: "leveldb" })
+    await expect(started).rejects.toThrow(
+      /exited with 2[\s\S]*SWARMPLANE_LOCAL_STORE must be journal or dynalite/,
+    )
   })
 })

@@ -1,7 +1,8 @@
 /**
- * The embedded AWS stand-ins of the local control plane: dynalite (DynamoDB API, kept on disk in
- * LevelDB so a restart keeps state) and fauxqs (SQS API, in memory: lost schedule requests are
- * recovered by the reconcile tick, which reads the active index).
+ * The embedded AWS stand-ins the local control plane runs on `SWARMPLANE_LOCAL_STORE=dynalite` (its
+ * default is the journal store, in process), and tests and benchmarks use: dynalite (DynamoDB API,
+ * kept on disk in LevelDB so a restart keeps state) and fauxqs (SQS API, in memory: lost schedule
+ * requests are recovered by the reconcile tick, which reads the active index).
  *
  * dynalite leaves a LevelDB iterator open whenever a query stops before the end of its range (at its
  * `Limit`, or at a 1 MB page): the iterator stays attached to the database and holds a LevelDB

@@ -48,7 +48,8 @@ export function startLocal(
   return new Promise((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       out += chunk.toString()
-      const url = /control plane on (http:\/\/[\d.]+:\d+)/.exec(out)?.[1]
+      // The whole ready line: a chunk may end inside it (in the port, or before the store it names).
+      const url = /control plane on (http:\/\/[\d.]+:\d+)[^\n]*\n/.exec(out)?.[1]
       if (url)
         resolve({
           child,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { FakeClock } from "../util/clock"
+import { FakeClock, systemClock } from "../util/clock"
 import { queueContract, scheduleRequest } from "./contract"
 import { MemoryQueue } from "./memory"
 
@@ -78,5 +78,48 @@ describe("MemoryQueue", () => {
       ["obj-001", 1, true],
       ["obj-002", 0, false],
     ])
+  })
+
+  it("long-polls: a receive waiting with nothing visible returns the message sent meanwhile", async () => {
+    // The real clock and a 20 s wait: without the wake-up on send this outlasts the test's timeout.
+    const queue = MemoryQueue({ clock: systemClock })
+    const waiting = queue.receive({ waitS: 20 })
+    await new Promise((resolve) => setImmediate(resolve))
+    await queue.send([scheduleRequest(1)])
+
+    const got = await waiting
+
+    expect(got.map((m) => JSON.parse(m.body).id)).toEqual(["obj-001"])
+  })
+
+  it("long-polls: a released message wakes a waiting receive", async () => {
+    const queue = MemoryQueue({ clock: systemClock, visibilityS: 600 })
+    await queue.send([scheduleRequest(1)])
+    const [first] = await queue.receive()
+    const waiting = queue.receive({ waitS: 20 })
+    await new Promise((resolve) => setImmediate(resolve))
+    await queue.release(first!.receipt)
+
+    expect((await waiting).map((m) => [m.id, m.receiveCount])).toEqual([[first!.id, 2]])
+  })
+
+  it("long-polls on its clock: nothing arrives, and the receive returns empty once waitS has passed", async () => {
+    const clock = new FakeClock()
+    const queue = MemoryQueue({ clock, visibilityS: 30 })
+    const start = clock.now()
+
+    expect(await queue.receive({ waitS: 5 })).toEqual([])
+    expect(clock.now() - start).toBe(5_000)
+  })
+
+  it("long-polls until an in-flight message is visible again, within waitS", async () => {
+    const clock = new FakeClock()
+    const queue = MemoryQueue({ clock, visibilityS: 2 })
+    await queue.send([scheduleRequest(1)])
+    await queue.receive()
+
+    const again = await queue.receive({ waitS: 10 })
+
+    expect(again.map((m) => m.receiveCount)).toEqual([2])
   })
 })

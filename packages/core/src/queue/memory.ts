@@ -1,7 +1,8 @@
 /**
  * In-memory ScheduleQueue with SQS semantics, for unit tests and the single-process local control
- * plane: visibility timeouts measured on an injected clock, receive counts, and a dead-letter list a
- * message moves to once it has been received `maxReceiveCount` times without being deleted.
+ * plane: visibility timeouts measured on an injected clock, receive counts, a dead-letter list a
+ * message moves to once it has been received `maxReceiveCount` times without being deleted, and long
+ * polls (`waitS`) that return as soon as a message is sent or becomes visible again.
  */
 import { randomUUID } from "node:crypto"
 import { type Clock, systemClock } from "../util/clock"
@@ -44,6 +45,12 @@ export function MemoryQueue(opts: MemoryQueueOptions = {}): MemoryQueue {
   const messages = new Map<string, Entry>()
   const byReceipt = new Map<string, string>()
   const dead: QueuedMessage[] = []
+  /** Wake-ups of the receives long-polling now: a send or a release calls them all. */
+  const waiting = new Set<() => void>()
+  const wakeAll = () => {
+    for (const wake of waiting) wake()
+    waiting.clear()
+  }
 
   const snapshot = ({ id, body, receiveCount, visibleAt }: Entry): QueuedMessage => ({
     id,
@@ -77,6 +84,24 @@ export function MemoryQueue(opts: MemoryQueueOptions = {}): MemoryQueue {
     }
   }
 
+  /** Receive up to `max` of the messages visible at `now`. */
+  function take(now: number, options: ReceiveOptions): ReceivedMessage[] {
+    sweep(now)
+    const visibleAt = now + (options.visibilityS ?? defaultVisibilityS) * 1000
+    const out: ReceivedMessage[] = []
+    for (const entry of messages.values()) {
+      if (out.length >= (options.max ?? 10)) break
+      if (entry.visibleAt > now) continue
+      if (entry.receipt !== undefined) byReceipt.delete(entry.receipt)
+      entry.receipt = randomUUID()
+      entry.receiveCount += 1
+      entry.visibleAt = visibleAt
+      byReceipt.set(entry.receipt, entry.id)
+      out.push({ id: entry.id, receipt: entry.receipt, body: entry.body, receiveCount: entry.receiveCount })
+    }
+    return out
+  }
+
   return {
     async send(requests: ScheduleRequest[]): Promise<void> {
       const now = clock.now()
@@ -84,25 +109,26 @@ export function MemoryQueue(opts: MemoryQueueOptions = {}): MemoryQueue {
         const id = randomUUID()
         messages.set(id, { id, body: JSON.stringify(request), receiveCount: 0, visibleAt: now })
       }
+      if (requests.length) wakeAll()
     },
 
-    // No long poll: there is no other producer in this process to wait for, so `waitS` is ignored.
     async receive(options: ReceiveOptions = {}): Promise<ReceivedMessage[]> {
-      const now = clock.now()
-      sweep(now)
-      const visibleAt = now + (options.visibilityS ?? defaultVisibilityS) * 1000
-      const out: ReceivedMessage[] = []
-      for (const entry of messages.values()) {
-        if (out.length >= (options.max ?? 10)) break
-        if (entry.visibleAt > now) continue
-        if (entry.receipt !== undefined) byReceipt.delete(entry.receipt)
-        entry.receipt = randomUUID()
-        entry.receiveCount += 1
-        entry.visibleAt = visibleAt
-        byReceipt.set(entry.receipt, entry.id)
-        out.push({ id: entry.id, receipt: entry.receipt, body: entry.body, receiveCount: entry.receiveCount })
+      const deadline = clock.now() + (options.waitS ?? 0) * 1000
+      for (;;) {
+        const now = clock.now()
+        const out = take(now, options)
+        if (out.length || now >= deadline) return out
+        // Wait for a send or a release, or until the next in-flight message is visible again.
+        let nextVisible = deadline
+        for (const entry of messages.values()) nextVisible = Math.min(nextVisible, entry.visibleAt)
+        let wake: () => void = () => undefined
+        const woken = new Promise<void>((resolve) => {
+          wake = resolve
+          waiting.add(resolve)
+        })
+        await Promise.race([woken, clock.sleep(Math.max(1, nextVisible - now))])
+        waiting.delete(wake)
       }
-      return out
     },
 
     async delete(receipts: string[]): Promise<void> {
@@ -116,7 +142,9 @@ export function MemoryQueue(opts: MemoryQueueOptions = {}): MemoryQueue {
     // A receipt that no longer holds the message (deleted, or received again since) is left alone.
     async release(receipt: string): Promise<void> {
       const entry = held(receipt)
-      if (entry) entry.visibleAt = Math.min(entry.visibleAt, clock.now())
+      if (!entry) return
+      entry.visibleAt = Math.min(entry.visibleAt, clock.now())
+      wakeAll()
     },
 
     pending(): QueuedMessage[] {

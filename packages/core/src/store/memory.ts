@@ -4,6 +4,9 @@
  * cursor whenever a page stops early (even if nothing follows), pages cut near 1 MB, items over
  * 400 KB refused, index entries only while `active`/`list` is set, and copies in and out so a
  * caller can never change stored state by mutating what it passed or got back.
+ *
+ * A durable store builds on it (`journal.ts`): it passes the items to start with, and is told of each
+ * write's changes before they are applied, so it can record them first.
  */
 import { BackendError } from "../util/errors"
 import { compareUtf8, decodeCursor, encodeCursor } from "./cursor"
@@ -30,16 +33,79 @@ const indexAttrs = {
   list: { pk: "gsi2pk", sk: "gsi2sk" },
 } as const satisfies Record<IndexName, { pk: string; sk: string }>
 
-export function MemoryStore(): StateStore {
+/** One change a write makes: an item stored (created or replaced) or removed. */
+export type Change = { put: StoredItem } | { delete: Key }
+
+export interface MemoryStoreOptions {
+  /** Items the store starts with, as stored (versions kept). */
+  initial?: Iterable<StoredItem>
+  /**
+   * Told of each write's changes before any is applied (a delete of an absent item tells nothing).
+   * When it throws, nothing is applied and the write fails with its error.
+   */
+  beforeWrite?: (changes: Change[]) => void
+}
+
+export interface MemoryStore extends StateStore {
+  /** Every stored item, as stored: read them, never change them. */
+  items(): IterableIterator<StoredItem>
+}
+
+export function MemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const items = new Map<string, StoredItem>()
   /** Table pk → ids of the items in that partition, so a query reads only its partition. */
   const partitions = new Map<string, Set<string>>()
   /** Per index, index pk → ids of the items in that index partition. */
   const indexes: Record<IndexName, Map<string, Set<string>>> = { active: new Map(), list: new Map() }
+  /**
+   * Rows of a partition or index partition in sort order, by `table|pk` or `<index>|pk`, once a query
+   * read it; writes then keep them in order (a binary search and a splice), so no query sorts twice.
+   */
+  const sorted = new Map<string, Row[]>()
+
+  /** The partitions `item` is in, each with the row it has there (made only when that one is kept). */
+  function* placesOf(item: StoredItem): Generator<[scope: string, row: () => Row]> {
+    yield [`table|${item.pk}`, () => tableRow(item)]
+    if (item.active) yield [`active|${item.active.pk}`, () => indexRow("active", item)]
+    if (item.list) yield [`list|${item.list.pk}`, () => indexRow("list", item)]
+  }
+
+  /** Take `item`'s rows out of the sorted partitions kept. */
+  function unlink(item: StoredItem): void {
+    for (const [scope, row] of placesOf(item)) {
+      const rows = sorted.get(scope)
+      if (!rows) continue
+      const at = lowerBound(rows, row().rank)
+      if (rows[at]?.item === item) rows.splice(at, 1)
+      else sorted.delete(scope)
+    }
+  }
+
+  /** Put `item`'s rows into the sorted partitions kept, in order. */
+  function link(item: StoredItem): void {
+    for (const [scope, row] of placesOf(item)) {
+      const rows = sorted.get(scope)
+      if (!rows) continue
+      const made = row()
+      rows.splice(lowerBound(rows, made.rank), 0, made)
+    }
+  }
+
+  /** The rows of a partition in sort order, sorted now if no query read it before. */
+  function rowsOf(scope: string, ids: Iterable<string>, row: (item: StoredItem) => Row): Row[] {
+    let rows = sorted.get(scope)
+    if (!rows) {
+      rows = [...ids].map((id) => row(items.get(id)!)).sort((a, b) => compareRanks(a.rank, b.rank))
+      sorted.set(scope, rows)
+    }
+    return rows
+  }
 
   function put(item: StoredItem): void {
     const id = keyId(item)
     const old = items.get(id)
+    if (old) unlink(old)
+    link(item)
     for (const name of ["active", "list"] as const) {
       const before = old?.[name]?.pk
       if (before !== undefined) indexes[name].get(before)?.delete(id)
@@ -57,6 +123,7 @@ export function MemoryStore(): StateStore {
     const id = keyId(key)
     const old = items.get(id)
     if (!old) return
+    unlink(old)
     for (const name of ["active", "list"] as const) {
       if (old[name]) indexes[name].get(old[name].pk)?.delete(id)
     }
@@ -64,7 +131,12 @@ export function MemoryStore(): StateStore {
     items.delete(id)
   }
 
+  const record = options.beforeWrite ?? (() => undefined)
+  for (const item of options.initial ?? []) put(item)
+
   return {
+    items: () => items.values(),
+
     async get<T>(key: Key) {
       const item = items.get(keyId(key))
       return item && (copy(item) as StoredItem<T>)
@@ -73,6 +145,7 @@ export function MemoryStore(): StateStore {
     async create<T>(item: NewItem<T>) {
       const stored = normalize({ ...item, version: 1 })
       if (items.has(keyId(stored))) throw new ItemExistsError({ pk: stored.pk, sk: stored.sk })
+      record([{ put: stored }])
       put(stored)
       return copy(stored) as StoredItem<T>
     },
@@ -88,6 +161,7 @@ export function MemoryStore(): StateStore {
         }
         seen.add(keyId(item))
       }
+      record(stored.map((item) => ({ put: item })))
       for (const item of stored) put(item)
     },
 
@@ -98,6 +172,7 @@ export function MemoryStore(): StateStore {
       if (item.fence !== undefined && current.fence !== undefined && current.fence > item.fence)
         throw new FencedError({ pk: item.pk, sk: item.sk }, item.fence)
       const stored = normalize({ ...item, version: item.version + 1 })
+      record([{ put: stored }])
       put(stored)
       return copy(stored) as StoredItem<T>
     },
@@ -107,6 +182,8 @@ export function MemoryStore(): StateStore {
       if (expectedVersion !== undefined && current?.version !== expectedVersion) {
         throw new VersionConflictError({ pk: key.pk, sk: key.sk })
       }
+      if (!current) return
+      record([{ delete: { pk: key.pk, sk: key.sk } }])
       remove(key)
     },
 
@@ -121,38 +198,59 @@ export function MemoryStore(): StateStore {
     },
 
     async query<T>(pk: string, options: QueryOptions = {}) {
-      const rows = [...(partitions.get(pk) ?? [])].map((id) => {
-        const item = items.get(id)!
-        return { item, sortKey: item.sk, position: { pk: item.pk, sk: item.sk } }
-      })
+      const rows = rowsOf(`table|${pk}`, partitions.get(pk) ?? [], tableRow)
       return page<T>(rows, pk, options, { pk: "pk", sk: "sk" }, ["pk", "sk"])
     },
 
     async queryIndex<T>(index: IndexName, pk: string, options: QueryOptions = {}) {
       const attrs = indexAttrs[index]
-      const ids = indexes[index].get(pk) ?? new Set<string>()
-      const rows = [...ids].map((id) => {
-        const item = items.get(id)!
-        const at = item[index]!
-        return {
-          item,
-          sortKey: at.sk,
-          position: { pk: item.pk, sk: item.sk, [attrs.pk]: at.pk, [attrs.sk]: at.sk },
-        }
-      })
+      const rows = rowsOf(`${index}|${pk}`, indexes[index].get(pk) ?? [], (item) => indexRow(index, item))
       return page<T>(rows, pk, { ...options, consistent: false }, attrs, ["pk", "sk", attrs.pk, attrs.sk])
     },
   }
 }
 
+function tableRow(item: StoredItem): Row {
+  return { item, rank: [item.sk, item.pk, item.sk], position: { pk: item.pk, sk: item.sk } }
+}
+
+function indexRow(index: IndexName, item: StoredItem): Row {
+  const attrs = indexAttrs[index]
+  const at = item[index]!
+  return {
+    item,
+    rank: [at.sk, item.pk, item.sk],
+    position: { pk: item.pk, sk: item.sk, [attrs.pk]: at.pk, [attrs.sk]: at.sk },
+  }
+}
+
+/** The first of `rows` (in sort order) ranked at or after `rank`. */
+function lowerBound(rows: Row[], rank: Rank): number {
+  let lo = 0
+  let hi = rows.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (compareRanks(rows[mid]!.rank, rank) < 0) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
 interface Row {
   item: StoredItem
-  sortKey: string
+  /**
+   * Where the row sorts: by its sort key, then (index entries with equal sort keys) by table key, so
+   * pages are stable.
+   */
+  rank: Rank
   /** The key set a cursor records, named as DynamoDB's LastEvaluatedKey names it. */
   position: Record<string, string>
 }
 
-/** One page of a partition: order, key condition, cursor, limit and 1 MB cut, then filter. */
+/**
+ * One page of a partition whose rows are in sort order: key condition, direction, cursor, limit and
+ * 1 MB cut, then filter.
+ */
 function page<T>(
   rows: Row[],
   pk: string,
@@ -178,21 +276,35 @@ function page<T>(
         ? compareUtf8(sk, skBetween[0]) >= 0 && compareUtf8(sk, skBetween[1]) <= 0
         : true
 
-  // Index entries with equal sort keys are ordered by table key, so pages are stable.
-  const rank = (row: Row): Rank => [row.sortKey, row.item.pk, row.item.sk]
-  let selected = rows.filter((row) => inRange(row.sortKey)).sort((a, b) => compareRanks(rank(a), rank(b)))
-  if (reverse) selected.reverse()
-
+  // The first row to read: the first (last, in reverse) of all, or the first past the cursor.
+  const step = reverse ? -1 : 1
+  let at = reverse ? rows.length - 1 : 0
   if (options.cursor !== undefined) {
     const start = decodeCursor(options.cursor, cursorKeys, attrs, pk, inRange)
     const from: Rank = [start[attrs.sk]!, start.pk!, start.sk!]
-    selected = selected.filter((row) => compareRanks(rank(row), from) * (reverse ? -1 : 1) > 0)
+    // Rows ranked after `from`: those from `after` on. In reverse, those before it.
+    let lo = 0
+    let hi = rows.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (compareRanks(rows[mid]!.rank, from) > 0) hi = mid
+      else lo = mid + 1
+    }
+    at = reverse ? lo - 1 - (lo > 0 && compareRanks(rows[lo - 1]!.rank, from) === 0 ? 1 : 0) : lo
   }
 
-  // Evaluate like DynamoDB: stop at `limit` items or once 1 MB has been read, then filter.
+  // Evaluate like DynamoDB: stop at `limit` items or once 1 MB has been read, then filter. The rows
+  // in range are contiguous (prefixes and ranges are, in byte order): stop at the first past them.
   const evaluated: Row[] = []
   let bytes = 0
-  for (const row of selected) {
+  let entered = false
+  for (; at >= 0 && at < rows.length; at += step) {
+    const row = rows[at]!
+    if (!inRange(row.rank[0])) {
+      if (entered) break
+      continue
+    }
+    entered = true
     if (evaluated.length === limit || bytes >= PAGE_BYTES) break
     evaluated.push(row)
     bytes += itemBytes(row.item)
@@ -267,20 +379,36 @@ function normalize(item: StoredItem): StoredItem {
  * (`removeUndefinedValues`) does; anything that is not plain data is structured-cloned.
  */
 function copy<V>(value: V): V {
-  if (Array.isArray(value)) return value.filter((v) => v !== undefined).map(copy) as V
-  if (value !== null && typeof value === "object") {
-    if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) {
-      return structuredClone(value)
-    }
-    const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = copy(v)
+  if (value === null || typeof value !== "object") return value
+  // Loops rather than entries/map/filter: every read copies what it returns, so this is hot.
+  if (Array.isArray(value)) {
+    const out: unknown[] = []
+    for (const v of value) if (v !== undefined) out.push(copy(v))
     return out as V
   }
-  return value
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return structuredClone(value)
+  const out: Record<string, unknown> = {}
+  for (const k of Object.keys(value)) {
+    const v = (value as Record<string, unknown>)[k]
+    if (v !== undefined) out[k] = copy(v)
+  }
+  return out as V
 }
+
+/** Sizes of stored items: each is measured once (stored items are never changed in place). */
+const sizes = new WeakMap<StoredItem, number>()
 
 /** Approximately DynamoDB's item size: attribute names plus values, strings in UTF-8 bytes. */
 function itemBytes(item: StoredItem): number {
+  const known = sizes.get(item)
+  if (known !== undefined) return known
+  const bytes = measure(item)
+  sizes.set(item, bytes)
+  return bytes
+}
+
+function measure(item: StoredItem): number {
   let bytes = 0
   const attrs: Record<string, unknown> = {
     pk: item.pk,
