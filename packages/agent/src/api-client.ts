@@ -21,12 +21,23 @@ export interface Registration {
 export interface HeartbeatAnswer {
   desired: DesiredAttempt[]
   heartbeatIntervalS: number
+  /** The longest the control plane holds a heartbeat that asks to wait; absent: it does not hold them. */
+  holdS?: number
 }
 
 export interface ControlPlane {
   /** Register; `idempotencyKey` makes a retry after a lost answer return the same worker. */
   register(body: RegisterBody, idempotencyKey: string, signal?: AbortSignal): Promise<Registration>
-  heartbeat(workerId: string, attempts: ObservedAttempt[], signal?: AbortSignal): Promise<HeartbeatAnswer>
+  /**
+   * `waitS`: ask the control plane to hold the answer until the desired set changes, at most this long
+   * (a long-poll); absent or 0, it answers at once.
+   */
+  heartbeat(
+    workerId: string,
+    attempts: ObservedAttempt[],
+    signal?: AbortSignal,
+    waitS?: number,
+  ): Promise<HeartbeatAnswer>
   /** Shutting down on purpose: the worker is dead at once rather than after the heartbeat grace. */
   leave(workerId: string): Promise<void>
 }
@@ -69,8 +80,15 @@ export function controlPlane(options: ControlPlaneOptions): ControlPlane {
     return credential ? { [WorkerCredentialHeader]: credential } : {}
   }
 
-  async function post(path: string, body: unknown, headers: Record<string, string>, signal?: AbortSignal) {
-    const timeout = AbortSignal.timeout(options.timeoutMs ?? 15_000)
+  async function post(
+    path: string,
+    body: unknown,
+    headers: Record<string, string>,
+    signal?: AbortSignal,
+    heldMs = 0,
+  ) {
+    // A held heartbeat may take its hold on top of the usual answer time.
+    const timeout = AbortSignal.timeout((options.timeoutMs ?? 15_000) + heldMs)
     let res: Response
     try {
       res = await doFetch(`${base}${path}`, {
@@ -113,12 +131,14 @@ export function controlPlane(options: ControlPlaneOptions): ControlPlane {
       if (isRecord(json) && typeof json.credential === "string") credentials.set(worker.id, json.credential)
       return { workerId: worker.id, heartbeatIntervalS: intervalOf(json) }
     },
-    async heartbeat(workerId, attempts, signal) {
+    async heartbeat(workerId, attempts, signal, waitS) {
       const path = `/v1/workers/${encodeURIComponent(workerId)}/heartbeat`
-      const json = await post(path, { attempts }, as(workerId), signal)
+      const query = waitS ? `?waitS=${Math.round(waitS)}` : ""
+      const json = await post(`${path}${query}`, { attempts }, as(workerId), signal, (waitS ?? 0) * 1000)
       const desired = isRecord(json) ? json.desired : undefined
       if (!Array.isArray(desired) || !desired.every(isDesired)) throw invalid(path, "bad desired set")
-      return { desired, heartbeatIntervalS: intervalOf(json) }
+      const holdS = isRecord(json) && typeof json.holdS === "number" ? json.holdS : undefined
+      return { desired, heartbeatIntervalS: intervalOf(json), ...(holdS !== undefined ? { holdS } : {}) }
     },
     async leave(workerId) {
       await post(`/v1/workers/${encodeURIComponent(workerId)}/leave`, {}, as(workerId))

@@ -36,6 +36,8 @@ export interface WorkerConfig {
   passEnv: string[]
   /** The user tasks run as, when the agent is root: `--task-user`. */
   taskUser?: string
+  /** `--heartbeat-wait`: how long a heartbeat asks to be held for new work (0: never). */
+  heartbeatWaitS?: number
 }
 
 export interface ServerConfig {
@@ -124,6 +126,7 @@ export function parseWorker(args: string[], env: NodeJS.ProcessEnv): WorkerConfi
     "keep-work-dirs": { type: "boolean" },
     "pass-env": { type: "string", multiple: true },
     "task-user": { type: "string" },
+    "heartbeat-wait": { type: "string" },
   })
   if (!v) return "help"
   const api = required(v.api, "--api", "the control plane's URL, e.g. --api https://api.example.com")
@@ -193,7 +196,13 @@ export function parseWorker(args: string[], env: NodeJS.ProcessEnv): WorkerConfi
     keepWorkDirs: v["keep-work-dirs"] === true,
     passEnv: strings(v["pass-env"]).map(passedVariable),
     ...(str(v["task-user"]) ? { taskUser: str(v["task-user"]) } : {}),
+    ...optional("heartbeatWaitS", number(v["heartbeat-wait"], "--heartbeat-wait", { min: 0 })),
   }
+}
+
+/** `{ [key]: value }`, or nothing when the value is absent. */
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V }
 }
 
 /** `--pass-env NAME` or `--pass-env PREFIX_*`: never everything, never the agent's own variables. */

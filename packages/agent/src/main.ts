@@ -18,7 +18,7 @@ import { detectSandbox, hiddenPathIssue, type Sandbox } from "./sandbox"
 import { lookUpUser, type TaskUser } from "./task-user"
 import { readToken } from "./token-file"
 import { type UpstreamSource, watchUpstreamFiles } from "./upstream-files"
-import { FatalError, WorkerAgent } from "./worker"
+import { DefaultHeartbeatWaitS, FatalError, WorkerAgent } from "./worker"
 
 const usage = `swarmplane-agent: the swarmplane worker agent, echo model server and swarm router
 
@@ -47,6 +47,9 @@ Options:
   --token-file F        file holding the API token, only this user may read it; - reads stdin
   --token T             API token (shown in ps; ${TokenVariable} in the environment also works)
   --allow-http          allow http:// to a host other than this machine
+  --heartbeat-wait S    ask the control plane to hold each heartbeat up to S seconds until new
+                        work is placed here, so it starts at once (default ${DefaultHeartbeatWaitS});
+                        0: heartbeat at the backend's interval only
 
 Tasks:
   --isolation M         auto (default): private mount+pid namespaces when they work here;
@@ -162,6 +165,7 @@ async function runWorker(args: string[], env: NodeJS.ProcessEnv): Promise<number
     },
     advertiseHost: config.advertiseHost,
     log,
+    ...(config.heartbeatWaitS !== undefined ? { heartbeatWaitS: config.heartbeatWaitS } : {}),
     tasks: {
       sandbox,
       records,

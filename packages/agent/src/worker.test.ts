@@ -14,13 +14,19 @@ let agent: WorkerAgent
 
 interface AgentSetup {
   heartbeatIntervalS?: number
+  /** The fake control plane holds heartbeats that ask to wait, up to this long. */
+  holdS?: number
+  heartbeatWaitS?: number
   minHeartbeatGapMs?: number
   health?: { startIntervalMs?: number; startTimeoutMs?: number }
   tasks?: TaskSetup
 }
 
 async function startAgent(options: AgentSetup = {}) {
-  cp = await startFakeControlPlane({ heartbeatIntervalS: options.heartbeatIntervalS ?? 1 })
+  cp = await startFakeControlPlane({
+    heartbeatIntervalS: options.heartbeatIntervalS ?? 1,
+    ...(options.holdS ? { holdS: options.holdS } : {}),
+  })
   agent = new WorkerAgent({
     api: controlPlane({ api: cp.url, token: cp.token }),
     registration: {
@@ -34,6 +40,7 @@ async function startAgent(options: AgentSetup = {}) {
     stopGraceMs: 2000,
     health: { startIntervalMs: 100, readyIntervalMs: 200, ...options.health },
     tasks: options.tasks,
+    ...(options.heartbeatWaitS !== undefined ? { heartbeatWaitS: options.heartbeatWaitS } : {}),
   })
   void agent.start()
 }
@@ -83,7 +90,9 @@ describe("worker loop", () => {
       'echo "$SWARMPLANE_PROGRESS_FILE"; echo \'{"total": 10, "done": 7, "failed": 1, "retries": 2}\' > "$SWARMPLANE_PROGRESS_FILE"'
     cp.setDesired([want("t-progress", { command: sh(script) })])
     const done = await cp.waitForReport("t-progress", (a) => a.state === "SUCCEEDED")
-    expect(done.progress).toEqual({ total: 10, done: 7, failed: 1, retries: 2 })
+    // Sent once, with whichever report first saw the file (a RUNNING one, or the final one).
+    const sent = cp.heartbeats.flatMap((b) => b.attempts).filter((a) => a.attemptUid === "t-progress")
+    expect(sent.find((a) => a.progress)?.progress).toEqual({ total: 10, done: 7, failed: 1, retries: 2 })
     const file = done.logTail?.trim() ?? ""
     expect(existsSync(file)).toBe(true)
     cp.setDesired([])
@@ -310,5 +319,42 @@ describe("worker loop", () => {
     expect(failed.message).toContain("/health")
     expect(failed.ready).toBe(false)
     expect(livingSleeps(marker)).toEqual([])
+  })
+})
+
+describe("held heartbeats (long-poll)", () => {
+  it("work set while the agent's heartbeat is held starts at once, not at the next interval", async () => {
+    await startAgent({ heartbeatIntervalS: 30, holdS: 20 })
+    // The first answer says the control plane holds heartbeats; the next one asks to wait.
+    await cp.waitForHeartbeat((b) => b.waitS === 20)
+    const before = cp.heartbeats.length
+    cp.setDesired([want("t-now", { command: sh("exit 0") })])
+    // Reported long before a 30 s interval: the held answer brought the work, the start the report.
+    const done = await cp.waitForReport("t-now", (a) => a.state === "SUCCEEDED", 15_000)
+    expect(done.exitCode).toBe(0)
+    expect(cp.heartbeats.length).toBeGreaterThan(before)
+  })
+
+  it("an attempt that ends while the heartbeat is held is reported at once (the hold is cut short)", async () => {
+    await startAgent({ heartbeatIntervalS: 30, holdS: 20 })
+    cp.setDesired([want("t-ends", { command: sh("sleep 1") })])
+    // In step once it reported the task running: that heartbeat waits for new work, held.
+    const running = await cp.waitForHeartbeat((b) =>
+      b.attempts.some((a) => a.attemptUid === "t-ends" && a.state === "RUNNING"),
+    )
+    expect(running.waitS).toBe(20)
+    const ended = await cp.waitForReport("t-ends", (a) => a.state === "SUCCEEDED", 15_000)
+    expect(ended.exitCode).toBe(0)
+  })
+
+  it("never asks to wait a control plane that does not hold heartbeats, nor when told not to", async () => {
+    await startAgent({ heartbeatIntervalS: 1 })
+    await cp.waitForHeartbeat(() => cp.heartbeats.length >= 3)
+    expect(cp.heartbeats.filter((b) => b.waitS !== undefined)).toEqual([])
+    await agent.shutdown()
+    await cp.close()
+    await startAgent({ heartbeatIntervalS: 1, holdS: 20, heartbeatWaitS: 0 })
+    await cp.waitForHeartbeat(() => cp.heartbeats.length >= 3)
+    expect(cp.heartbeats.filter((b) => b.waitS !== undefined)).toEqual([])
   })
 })

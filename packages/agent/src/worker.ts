@@ -2,7 +2,13 @@
  * The worker loop: register, then heartbeat. Each heartbeat reports every attempt this worker knows
  * of and gets back the complete desired set, which the loop applies: start what is new, stop what is
  * marked `stop` or no longer listed, forget what ended once its final state was delivered and it left
- * the set. Local changes (an exit, a replica turning ready) bring the next heartbeat forward.
+ * the set. Local changes (an exit, a replica turning ready, an attempt started) bring the next
+ * heartbeat forward.
+ *
+ * Long-poll: while the agent runs exactly what it was told (and the control plane holds heartbeats),
+ * each heartbeat asks to wait (`waitS`): the answer comes when new work is placed here, an attempt is
+ * to stop, or the hold ends, and the next heartbeat follows at once. A local change cuts a held
+ * heartbeat short, so what changed here is reported at once too.
  */
 import { randomUUID } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
@@ -38,7 +44,15 @@ export interface WorkerOptions {
   health?: Partial<Omit<HealthWatchOptions, "url">>
   /** How task and replica processes run: sandbox, records, working folders. */
   tasks?: TaskSetup
+  /**
+   * Long-poll: ask the control plane to hold each heartbeat up to this many seconds until there is
+   * new work (`DefaultHeartbeatWaitS`). 0: heartbeat at the interval only, as agents before it did.
+   */
+  heartbeatWaitS?: number
 }
+
+/** What an agent asks a heartbeat to wait for at most; the control plane holds it less (its `holdS`). */
+export const DefaultHeartbeatWaitS = 20
 
 /** A failure trying again cannot fix (a refused token, an unknown backend): the agent should exit. */
 export class FatalError extends Error {}
@@ -52,7 +66,7 @@ export class WorkerAgent {
    */
   private readonly ended = new Map<string, number>()
   /** What each attempt started here was placed with (see `fits`). */
-  private readonly held = new Map<string, NonNullable<DesiredAttempt["resources"]>>()
+  private readonly resourcesOf = new Map<string, NonNullable<DesiredAttempt["resources"]>>()
   /** Attempts held back until stopping ones free their resources (logged once each). */
   private readonly deferred = new Set<string>()
   private readonly abort = new AbortController()
@@ -68,6 +82,12 @@ export class WorkerAgent {
   /** The last failed heartbeat's `Retry-After`, ms. */
   private retryAfter: number | undefined
   private beats = 0
+  /** The control plane holds heartbeats that ask to wait (its last answer had `holdS`). */
+  private serverHolds = false
+  /** The last desired set applied. */
+  private lastDesired: DesiredAttempt[] = []
+  /** Cuts the heartbeat held open now short (a local change to report). */
+  private held: AbortController | undefined
 
   constructor(private readonly options: WorkerOptions) {
     this.log = options.log ?? silentLogger
@@ -92,6 +112,7 @@ export class WorkerAgent {
   /** Heartbeat soon (at most a few per second), e.g. because an attempt ended. */
   kick(): void {
     this.kicked = true
+    this.held?.abort()
     this.wake?.()
   }
 
@@ -162,20 +183,28 @@ export class WorkerAgent {
     )
     this.lastBeatAt = Date.now()
     this.kicked = false
+    const waitS = this.longPolls() ? this.waitS() : 0
+    const held = waitS > 0 ? new AbortController() : undefined
+    this.held = held
     try {
       const answer = await this.options.api.heartbeat(
         workerId,
         observations.map((o) => o.report),
-        this.abort.signal,
+        held ? AbortSignal.any([this.abort.signal, held.signal]) : this.abort.signal,
+        waitS || undefined,
       )
       for (const o of observations) o.delivered()
       if (this.failures > 0) this.log.info(`heartbeats resumed after ${this.failures} failures`)
       this.failures = 0
       this.intervalMs = this.clampInterval(answer.heartbeatIntervalS)
+      this.serverHolds = (answer.holdS ?? 0) > 0
       if (!this.stopping) this.apply(answer.desired)
       return true
     } catch (error) {
       if (this.stopping) return false
+      // A local change cut the held heartbeat short: the next one reports it (it was applied or not, a
+      // heartbeat reports everything again).
+      if (held?.signal.aborted) return true
       if (error instanceof ApiError && error.workerGone) {
         this.log.warn(
           `the control plane no longer knows worker ${workerId} (${error.code}); stopping all work`,
@@ -189,11 +218,34 @@ export class WorkerAgent {
       this.retryAfter = error instanceof ApiError ? error.retryAfterMs : undefined
       this.log.warn(`heartbeat failed (try ${this.failures}), work goes on: ${message(error)}`)
       return false
+    } finally {
+      if (this.held === held) this.held = undefined
     }
+  }
+
+  private waitS(): number {
+    return Math.max(0, this.options.heartbeatWaitS ?? DefaultHeartbeatWaitS)
+  }
+
+  /**
+   * Whether the next heartbeat asks to wait: the control plane holds heartbeats, and after this report
+   * the agent runs exactly what it was told (nothing held back, nothing to stop, no router, whose
+   * upstreams change without a placement). Otherwise it heartbeats at the interval.
+   */
+  private longPolls(): boolean {
+    if (this.waitS() === 0 || !this.serverHolds || this.deferred.size) return false
+    const listed = new Set<string>()
+    for (const d of this.lastDesired) {
+      if (d.kind === "router" || d.action !== "run" || !this.attempts.has(d.attemptUid)) return false
+      listed.add(d.attemptUid)
+    }
+    for (const [uid, attempt] of this.attempts) if (!attempt.finished && !listed.has(uid)) return false
+    return true
   }
 
   /** Apply the complete desired set. */
   private apply(desired: DesiredAttempt[]): void {
+    this.lastDesired = desired
     const listed = new Set<string>()
     for (const d of desired) {
       listed.add(d.attemptUid)
@@ -208,8 +260,10 @@ export class WorkerAgent {
           this.deferred.add(d.attemptUid)
         } else {
           this.deferred.delete(d.attemptUid)
-          if (d.resources) this.held.set(d.attemptUid, d.resources)
+          if (d.resources) this.resourcesOf.set(d.attemptUid, d.resources)
           this.attempts.set(d.attemptUid, this.create(d))
+          // Started: report it RUNNING now, not at the next interval.
+          this.kicked = true
         }
       } else if (current) void current.stop()
       else this.attempts.set(d.attemptUid, new NeverStartedAttempt(d.attemptUid))
@@ -221,7 +275,7 @@ export class WorkerAgent {
       else if (attempt.finalDelivered) {
         attempt.forget?.()
         this.attempts.delete(uid)
-        this.held.delete(uid)
+        this.resourcesOf.delete(uid)
         this.ended.set(uid, Date.now())
       }
     }
@@ -243,7 +297,7 @@ export class WorkerAgent {
     const offered = this.options.registration.resources
     const used = { cpu: 0, memoryMiB: 0, gpu: 0 }
     for (const [uid] of live) {
-      const r = this.held.get(uid)
+      const r = this.resourcesOf.get(uid)
       if (!r) continue
       used.cpu += r.cpu
       used.memoryMiB += r.memoryMiB
@@ -264,13 +318,17 @@ export class WorkerAgent {
     return d.kind === "router" ? new RouterAttempt(d, this.ctx) : new ProcessAttempt(d, this.ctx)
   }
 
-  /** Wait for the interval, or less after a local change (never under the minimum gap), or back off. */
+  /**
+   * Wait for the interval, or less after a local change or when the next heartbeat is held by the
+   * control plane (never under the minimum gap), or back off.
+   */
   private async waitForNext(ok: boolean): Promise<void> {
     if (!ok) return this.pause(this.backoff(this.failures, this.retryAfter))
     const minGap = this.options.minHeartbeatGapMs ?? 250
     while (!this.stopping) {
       const now = Date.now()
-      const due = this.kicked ? this.lastBeatAt + minGap : this.lastBeatAt + this.intervalMs
+      const soon = this.kicked || this.longPolls()
+      const due = soon ? this.lastBeatAt + minGap : this.lastBeatAt + this.intervalMs
       if (now >= due) return
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, due - now)

@@ -18,6 +18,8 @@ export interface Heartbeat {
   workerId: string
   attempts: ObservedAttempt[]
   at: number
+  /** The `waitS` the agent asked for, if any. */
+  waitS?: number
 }
 
 export interface FakeControlPlane {
@@ -52,8 +54,13 @@ export interface FakeControlPlane {
   close(): Promise<void>
 }
 
+/**
+ * `holdS`: hold heartbeats that ask to wait, as the real control plane does, until `setDesired` or
+ * the wait ends (and say so in answers); absent, heartbeats are answered at once, as by a control
+ * plane from before held heartbeats.
+ */
 export async function startFakeControlPlane(
-  options: { token?: string; heartbeatIntervalS?: number } = {},
+  options: { token?: string; heartbeatIntervalS?: number; holdS?: number } = {},
 ): Promise<FakeControlPlane> {
   const token = options.token ?? "test-token"
   const interval = options.heartbeatIntervalS ?? 1
@@ -66,6 +73,8 @@ export async function startFakeControlPlane(
   const actingAs = (req: IncomingMessage, workerId: string) =>
     req.headers[WorkerCredentialHeader.toLowerCase()] === workers.get(workerId)
   const waiters = new Set<(beat: Heartbeat) => void>()
+  /** Held heartbeats, answered when the desired set is set. */
+  const held = new Set<() => void>()
   const fake: Omit<FakeControlPlane, "url" | "close"> = {
     token,
     registrations: [],
@@ -76,6 +85,7 @@ export async function startFakeControlPlane(
     violations: [],
     setDesired: (next) => {
       desired = next
+      for (const answer of [...held]) answer()
     },
     declareDead: (id) => dead.add(id),
     failWith: (status, retryAfterS) => {
@@ -121,7 +131,8 @@ export async function startFakeControlPlane(
       return send(res, 401, error("auth.unauthorized", "bad token"))
     }
     const body: unknown = JSON.parse(text)
-    const path = req.url ?? ""
+    const [path = "", query = ""] = (req.url ?? "").split("?")
+    const waitS = Number(new URLSearchParams(query).get("waitS") ?? 0)
     if (req.method === "POST" && path === "/v1/workers/register") {
       const parsed = RegisterWorkerRequest.safeParse(body)
       if (!parsed.success) return violation(res, `register: ${parsed.error.message}`)
@@ -167,10 +178,25 @@ export async function startFakeControlPlane(
       }
       const parsed = HeartbeatRequest.safeParse(body)
       if (!parsed.success) return violation(res, `heartbeat: ${parsed.error.message}`)
-      const beat = { workerId, attempts: parsed.data.attempts, at: Date.now() }
+      const beat = { workerId, attempts: parsed.data.attempts, at: Date.now(), ...(waitS ? { waitS } : {}) }
       fake.heartbeats.push(beat)
       for (const waiter of [...waiters]) waiter(beat)
-      return send(res, 200, { desired, heartbeatIntervalS: interval })
+      const holdS = options.holdS
+      if (holdS && waitS > 0) {
+        // Held until the test changes the desired set, the wait ends, or the agent goes away.
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, Math.min(waitS, holdS) * 1000)
+          function done() {
+            clearTimeout(timer)
+            held.delete(done)
+            resolve()
+          }
+          held.add(done)
+          res.once("close", done)
+        })
+        if (res.destroyed) return
+      }
+      return send(res, 200, { desired, heartbeatIntervalS: interval, ...(holdS ? { holdS } : {}) })
     }
     return send(res, 404, error("route.not_found", `no route ${req.method} ${path}`))
   })

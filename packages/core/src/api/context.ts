@@ -20,6 +20,11 @@ export interface ApiDeps extends ControlDeps {
    * instance, so on Lambda per concurrent instance.
    */
   rateLimit?: Partial<RateLimitOptions> | false
+  /**
+   * Hold a worker's heartbeat open until new work is placed on it, when it asks (`?waitS`). Off when
+   * absent: the answer then carries no `holdS` and agents heartbeat at their interval.
+   */
+  heartbeatHold?: boolean
 }
 
 /** A token bucket per key id (and per worker credential, for heartbeats). */

@@ -290,6 +290,9 @@ async function place(pass: Pass): Promise<void> {
     await apply(pass, planned.assignments)
     pass.report.placed = planned.assignments.length
     for (const a of result.assignments) pass.minted.add(a.attemptUid)
+    // Committed: a worker's heartbeat held open in this process answers with its new work now.
+    const placedOn = new Set(result.assignments.flatMap((a) => a.workerId ?? []))
+    rt.assignments?.committed(pass.record.project, placedOn)
     await apply(pass, planned.preemptions)
     reasons = result.pendingReasons
     waiting = planned.reasons

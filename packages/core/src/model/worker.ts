@@ -160,6 +160,12 @@ export const HeartbeatResponse = z
   .object({
     desired: z.array(DesiredAttempt).describe("The complete desired set of attempts on this worker."),
     heartbeatIntervalS: z.number().int().describe("When to send the next heartbeat."),
+    holdS: z
+      .number()
+      .optional()
+      .describe(
+        "The longest this control plane holds a heartbeat that asks to wait (`?waitS`); absent from one that does not hold them. An agent that waits sends its next heartbeat as soon as it has applied the answer.",
+      ),
   })
   .openapi("HeartbeatResponse")
 

@@ -1,10 +1,12 @@
 /** `/v1/workers`: registration and heartbeats of worker agents, and the worker listing. */
 import { createRoute, z } from "@hono/zod-openapi"
 import { heartbeat } from "../../backends/workers/heartbeat"
+import { holdMs, holdUntilChanged, inStep, MaxHoldS } from "../../backends/workers/held-heartbeat"
 import type { Role } from "../../model/states"
 import {
   HeartbeatRequest,
   HeartbeatResponse,
+  type ObservedAttempt,
   RegisterWorkerRequest,
   RegisterWorkerResponse,
   Worker,
@@ -12,7 +14,7 @@ import {
 } from "../../model/worker"
 import { NotFoundError, VisibleError } from "../../util/errors"
 import { roleAllows } from "../auth"
-import type { ApiDeps } from "../context"
+import { type ApiDeps, enqueue } from "../context"
 import {
   type App,
   errors,
@@ -23,10 +25,62 @@ import {
   security,
 } from "../openapi-helpers"
 
-/** The heartbeat interval of a worker's backend (its config's `heartbeatIntervalS`). */
-async function intervalOf(deps: ApiDeps, project: string, backendId: string): Promise<number> {
+/** The heartbeat interval and grace of a worker's backend (its config's). */
+async function timingOf(
+  deps: ApiDeps,
+  project: string,
+  backendId: string,
+): Promise<{ intervalS: number; graceS: number }> {
   const backend = await deps.repos.backends.get(project, backendId)
-  return backend?.config.type === "workers" ? (backend.config.heartbeatIntervalS ?? 5) : 5
+  return backend?.config.type === "workers"
+    ? { intervalS: backend.config.heartbeatIntervalS ?? 5, graceS: backend.config.heartbeatGraceS ?? 50 }
+    : { intervalS: 5, graceS: 50 }
+}
+
+/**
+ * One heartbeat, held open when the worker asks to wait and runs exactly what it should: answered when
+ * its desired set changes (a placement, a cancel) or after the hold (`held-heartbeat.ts`). A worker
+ * whose attempt ended asks for a pass now, so what waits for its resources is placed at once.
+ */
+async function heartbeatMaybeHeld(
+  deps: ApiDeps,
+  project: string,
+  id: string,
+  observed: ObservedAttempt[],
+  waitS: number,
+  abort: AbortSignal,
+) {
+  const since = deps.assignments?.mark() ?? 0
+  let { worker, desired, freed } = await heartbeat(deps, project, id, observed)
+  const { intervalS, graceS } = await timingOf(deps, project, worker.backendId)
+  if (freed)
+    await enqueue(deps, [
+      { kind: "backend", project, id: worker.backendId, reason: "worker.freed", backendId: worker.backendId },
+    ])
+  const hold = deps.heartbeatHold ? holdMs(waitS, graceS) : 0
+  if (hold > 0 && inStep(desired, observed)) {
+    const known = new Set(desired.map((d) => d.attemptUid))
+    const end = await holdUntilChanged(deps, project, id, known, { holdMs: hold, since, abort })
+    // The same observations again (their notes and tails are stored): the new set, and a worker
+    // declared dead meanwhile is refused as any heartbeat would be.
+    if (end === "changed")
+      ({ worker, desired } = await heartbeat(
+        deps,
+        project,
+        id,
+        observed.map(({ attemptUid, state, exitCode, message }) => ({
+          attemptUid,
+          state,
+          exitCode,
+          message,
+        })),
+      ))
+  }
+  return {
+    desired,
+    heartbeatIntervalS: intervalS,
+    ...(deps.heartbeatHold ? { holdS: Math.min(MaxHoldS, graceS / 3) } : {}),
+  }
 }
 
 /**
@@ -122,6 +176,17 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
       request: {
         params: idParam("Worker"),
         headers: idempotencyHeader,
+        query: z.object({
+          waitS: z.coerce
+            .number()
+            .int()
+            .min(0)
+            .max(300)
+            .optional()
+            .describe(
+              `Long-poll, where this control plane holds heartbeats (its answers carry \`holdS\`; the local plane does, a deployed one does not): when the worker already runs exactly its desired set, hold the answer until that set changes (new work placed on it, an attempt to stop) or for this many seconds, at most ${MaxHoldS} and a third of the backend's \`heartbeatGraceS\`. Absent or 0, or a plane that does not hold: answer at once.`,
+            ),
+        }),
         body: jsonBody(HeartbeatRequest, "What the worker observes."),
       },
       responses: {
@@ -134,11 +199,15 @@ export function workerRoutes(app: App, deps: ApiDeps): void {
       requireWorkerRole(caller)
       const { id } = c.req.valid("param")
       await actAs(deps, caller.project, id, c.req.header(WorkerCredentialHeader))
-      const { worker, desired } = await heartbeat(deps, caller.project, id, c.req.valid("json").attempts)
-      return c.json(
-        { desired, heartbeatIntervalS: await intervalOf(deps, caller.project, worker.backendId) },
-        200,
+      const answer = await heartbeatMaybeHeld(
+        deps,
+        caller.project,
+        id,
+        c.req.valid("json").attempts,
+        c.req.valid("query").waitS ?? 0,
+        c.req.raw.signal,
       )
+      return c.json(answer, 200)
     },
   )
 

@@ -14,9 +14,13 @@ import type { Job, Task } from "../../model/job"
 import type { Outcome, TaskReport } from "../../model/outcome"
 import type { DesiredAttempt, ObservedAttempt, Worker } from "../../model/worker"
 import type { StoredItem } from "../../store/port"
+import { mapLimit } from "../../util/concurrency"
 import { NotFoundError } from "../../util/errors"
 import type { BackendDeps } from "../protocol"
 import { routerPort } from "./serving"
+
+/** Jobs (and output tails) one heartbeat writes at once. */
+const WritesAtOnce = 8
 
 const live = (t: Task) => t.state === "ASSIGNED" || t.state === "BUILDING" || t.state === "RUNNING"
 const Ended: ReadonlySet<string> = new Set(["SUCCEEDED", "FAILED", "KILLED"])
@@ -66,13 +70,19 @@ function outcomeOf(task: Task, seen: ObservedAttempt, serving: boolean): Outcome
   }
 }
 
-/** Apply a worker's observations and return its desired set. */
+/** Whether an ending outcome says the process started (it exited, rather than failed to start). */
+const ran = (o: Outcome) => o.kind === "succeeded" || (o.kind === "failed" && o.reason !== "start_failed")
+
+/**
+ * Apply a worker's observations and return its desired set; `freed` when an attempt of it ended here
+ * (its resources are free: a pass should place pending work now rather than at the next tick).
+ */
 export async function heartbeat(
   rt: Pick<BackendDeps, "repos" | "transitions">,
   project: string,
   workerId: string,
   observed: ObservedAttempt[],
-): Promise<{ worker: Worker; desired: DesiredAttempt[] }> {
+): Promise<{ worker: Worker; desired: DesiredAttempt[]; freed: boolean }> {
   const { repos } = rt
   // 1. This worker's tasks, and their jobs. Each task is read consistently, so a heartbeat never hands
   // out an attempt that has already finished or moved.
@@ -86,6 +96,7 @@ export async function heartbeat(
   // 2. Observations → reports per job; output tails kept.
   const byAttempt = new Map(held.map((t) => [t.data.attempts.at(-1)?.attemptUid, t] as const))
   const reports = new Map<string, TaskReport[]>()
+  const tails: (() => Promise<void>)[] = []
   for (const seen of observed) {
     const item = byAttempt.get(seen.attemptUid)
     const job = item && jobOf(item)
@@ -106,11 +117,19 @@ export async function heartbeat(
           ...(job.serving && seen.state === "RUNNING" ? { message: seen.message ?? "" } : {}),
         },
       })
+    // A process that ended before any heartbeat saw it running (a short task) did run: it is RUNNING
+    // first, so its attempt says when it started (this report), as a longer one's does.
+    if (outcome && item.data.state !== "RUNNING" && ran(outcome))
+      list.push({ index: item.data.index, outcome: { kind: "running", attemptUid: seen.attemptUid } })
     if (outcome) list.push({ index: item.data.index, outcome })
     reports.set(job.id, list)
-    if (seen.logTail !== undefined)
-      await repos.jobs.saveLogTail(project, job.id, item.data.index, seen.attemptUid, seen.logTail)
+    const tail = seen.logTail
+    if (tail !== undefined)
+      tails.push(() => repos.jobs.saveLogTail(project, job.id, item.data.index, seen.attemptUid, tail))
   }
+  // Each tail and each job's tasks are items of their own: written side by side, a few at a time, so
+  // a worker that reports many attempts at once (a batch of short tasks) is answered soon.
+  await mapLimit(tails, WritesAtOnce, (save) => save())
   // Attempts the control plane ended that this worker ran: stopped once it no longer runs them (it
   // reports them ended, or not at all: a heartbeat reports everything it runs).
   const seenRunning = new Set(observed.filter((o) => !Ended.has(o.state)).map((o) => o.attemptUid))
@@ -122,12 +141,15 @@ export async function heartbeat(
     list.push({ index: item.data.index, outcome: { kind: "stopped", attemptUid: uid } })
     reports.set(job.id, list)
   }
+  const freed = [...reports.values()].some((list) =>
+    list.some((r) => "outcome" in r && r.outcome.kind !== "running"),
+  )
   const current = new Map(held.map((t) => [`${jobOf(t)?.id}/${t.data.index}`, t.data]))
-  for (const [jobId, list] of reports) {
+  await mapLimit([...reports], WritesAtOnce, async ([jobId, list]) => {
     const job = jobs.get(jobId)!
     const { tasks } = await rt.transitions.jobs.applyReports(job, list)
     for (const t of tasks) if (current.has(`${jobId}/${t.index}`)) current.set(`${jobId}/${t.index}`, t)
-  }
+  })
 
   // 3. The desired set: every attempt still live on this worker.
   const stillHeld = [...current.entries()].filter(
@@ -142,7 +164,7 @@ export async function heartbeat(
     if (!job) continue
     desired.push(await desiredOf(rt, job, task, swarmUrls))
   }
-  return { worker, desired }
+  return { worker, desired, freed }
 }
 
 async function desiredOf(
