@@ -16,7 +16,7 @@ import {
 } from "@aws-sdk/client-dynamodb"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { storeContract } from "../packages/core/src/store/contract"
-import { countDynamoCalls } from "../packages/core/src/store/counting"
+import { countDynamoCalls, countDynamoCapacity } from "../packages/core/src/store/counting"
 import { DynamoStore, ensureTable, tableDefinition, toBackendError } from "../packages/core/src/store/dynamo"
 import type { Key, NewItem } from "../packages/core/src/store/port"
 import { FakeClock } from "../packages/core/src/util/clock"
@@ -84,6 +84,29 @@ for (const [label, start] of Object.entries(servers)) {
       await store.query(items[0]!.pk, { limit: 10 })
       expect(calls.counts).toEqual({ PutItemCommand: 1, QueryCommand: 1 })
       expect(calls.total()).toBe(2)
+    })
+
+    it("counts the capacity units DynamoDB says a call consumed: a partition read as one query costs far less than its items read by key", async () => {
+      const counted = ownClient()
+      const capacity = countDynamoCapacity(counted)
+      const store = DynamoStore({ client: counted, tableName })
+      const items = tasks(`capacity#${randomUUID()}`, 100)
+
+      await store.createMany(items)
+      // A write unit per item under 1 KB; reads none.
+      expect({ read: capacity.read, write: capacity.write }).toEqual({ read: 0, write: 100 })
+      capacity.reset()
+      await store.query(items[0]!.pk)
+      const query = capacity.read
+      capacity.reset()
+      expect(await store.getMany(keysOf(items))).toHaveLength(100)
+      // Half a unit per item read by key (eventually consistent, under 4 KB); the query reads them as
+      // one run of bytes, half a unit per 4 KB of it.
+      expect(capacity.read).toBe(50)
+      expect(query).toBeGreaterThan(0)
+      expect(query).toBeLessThanOrEqual(2)
+      expect(capacity.write).toBe(0)
+      capacity.stop()
     })
 
     it("re-sends unprocessed batch items and keys until done", async () => {
