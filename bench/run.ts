@@ -1,15 +1,20 @@
 /**
  * `npm run bench`: every benchmark, each printing a table with ratios against a baseline run in the
- * same process. `npm run bench -- scheduler` (or `store`, `reconcile`, `slurm`, `eks`, `batch`) runs one.
+ * same process or loop. `npm run bench -- scheduler` (or any name in `benches` below) runs one.
  * The tables and figures also go to `bench/results/<time>.json` (the path is printed), so runs compare.
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { availableParallelism, cpus } from "node:os"
 import { join } from "node:path"
 import { main as batchBench } from "./batch"
+import { main as coldStartBench } from "./cold-start"
 import { main as eksBench } from "./eks"
+import { main as historyBench } from "./history"
+import { main as latencyBench } from "./latency"
+import { main as localApiBench } from "./local-api"
 import { main as reconcileBench } from "./reconcile"
 import { main as routerBench } from "./router"
+import { main as scaleBench } from "./scale"
 import { main as schedulerBench } from "./scheduler"
 import { main as slurmBench } from "./slurm"
 import { main as slurmLatencyBench } from "./slurm-latency"
@@ -27,6 +32,11 @@ const benches: Record<string, () => Promise<void>> = {
   eks: eksBench,
   batch: batchBench,
   router: routerBench,
+  "cold-start": coldStartBench,
+  "local-api": localApiBench,
+  latency: latencyBench,
+  history: historyBench,
+  scale: scaleBench,
 }
 const wanted = process.argv.slice(2)
 const unknown = wanted.filter((name) => !(name in benches))
@@ -44,6 +54,9 @@ const folder = join(import.meta.dirname, "results")
 mkdirSync(folder, { recursive: true })
 const file = join(folder, `${startedAt.toISOString().replace(/[:.]/g, "-")}.json`)
 const machine = { node: process.version, cores: availableParallelism(), cpu: cpus()[0]?.model ?? "?" }
-writeFileSync(file, `${JSON.stringify({ startedAt: startedAt.toISOString(), machine, results: recorded() }, null, 2)}\n`)
+writeFileSync(
+  file,
+  `${JSON.stringify({ startedAt: startedAt.toISOString(), machine, results: recorded() }, null, 2)}\n`,
+)
 console.log(`\nresults: ${file}`)
 process.exit(0)
