@@ -7,7 +7,7 @@
  * Slurm says the job started (`sacct` Start − the submission; Slurm keeps whole seconds).
  */
 import { parseSubmission } from "@swarmplane/core/backends/slurm/backend"
-import { SshSession } from "@swarmplane/core/backends/slurm/ssh"
+import type { SshSession } from "@swarmplane/core/backends/slurm/ssh"
 import { closeSharedSessions } from "@swarmplane/core/backends/slurm/ssh-pool"
 import { reconcileTick } from "@swarmplane/core/control/ticks"
 import { BackendConfig } from "@swarmplane/core/model/backend"
@@ -16,7 +16,7 @@ import { MemoryQueue } from "@swarmplane/core/queue/memory"
 import { createRuntime } from "@swarmplane/core/runtime"
 import { MemoryStore } from "@swarmplane/core/store/memory"
 import { silentLogger } from "@swarmplane/core/util/logger"
-import { privateKeyOf, slurmConnection } from "../test/support/slurm"
+import { privateKeyOf, sessionTo, slurmConnection } from "../test/support/slurm"
 import { record, table } from "./util"
 
 const Jobs = 8
@@ -138,15 +138,7 @@ export async function main(): Promise<void> {
   const c = slurmConnection()
   if (!c) return
   const key = privateKeyOf(c)
-  const session = new SshSession({
-    host: c.host,
-    port: c.port,
-    user: c.user,
-    privateKey: key,
-    hostKey: c.hostKey,
-    connectTimeoutS: 10,
-    commandTimeoutS: 60,
-  })
+  const session = sessionTo(c)
   const config = BackendConfig.parse({
     type: "slurm",
     loginHost: c.host,

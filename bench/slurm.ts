@@ -16,7 +16,7 @@ import { MemoryQueue } from "@swarmplane/core/queue/memory"
 import { createRuntime, type Runtime } from "@swarmplane/core/runtime"
 import { MemoryStore } from "@swarmplane/core/store/memory"
 import { silentLogger } from "@swarmplane/core/util/logger"
-import { privateKeyOf, slurmConnection } from "../test/support/slurm"
+import { privateKeyOf, sessionTo, slurmConnection } from "../test/support/slurm"
 import { median, table } from "./util"
 
 const Sizes = [10, 100, 1000]
@@ -158,15 +158,7 @@ export async function main(): Promise<void> {
     const cleanup = open()
     for (const swarm of swarms) await cleanup.delete(swarm, 0)
     await cleanup.close()
-    const session = new SshSession({
-      host: c.host,
-      port: c.port,
-      user: c.user,
-      privateKey: key,
-      hostKey: c.hostKey,
-      connectTimeoutS: 10,
-      commandTimeoutS: 120,
-    })
+    const session = sessionTo(c, 120)
     if (arrays.size) await session.exec(`scancel ${[...arrays].join(" ")}`)
     session.close()
     await setup.close()

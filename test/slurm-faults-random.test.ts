@@ -11,7 +11,6 @@
  * Runs with the other Slurm suites, one file at a time (vitest.config.ts).
  */
 import { setTimeout as sleep } from "node:timers/promises"
-import { SshSession } from "@swarmplane/core/backends/slurm/ssh"
 import { handleScheduleBatch } from "@swarmplane/core/control/schedule"
 import type { Job } from "@swarmplane/core/model/job"
 import { isFinished } from "@swarmplane/core/model/states"
@@ -19,7 +18,7 @@ import { systemClock } from "@swarmplane/core/util/clock"
 import { afterAll, describe, expect, test } from "vitest"
 import { checkInvariants, violationLines } from "./support/fault-checks"
 import { type FaultPlan, Faults, Rng } from "./support/faults"
-import { privateKeyOf, slurmConnection } from "./support/slurm"
+import { sessionTo, slurmConnection } from "./support/slurm"
 import { backendId, project, slurmChaosPlane, slurmRuns } from "./support/slurm-chaos"
 
 const connection = slurmConnection()
@@ -106,15 +105,7 @@ function jobs(rng: Rng, tag: string): Planned[] {
 
 suite("crash anywhere on the real Slurm cluster", () => {
   const c = connection!
-  const session = new SshSession({
-    host: c.host,
-    port: c.port,
-    user: c.user,
-    privateKey: privateKeyOf(c),
-    hostKey: c.hostKey,
-    connectTimeoutS: 10,
-    commandTimeoutS: 60,
-  })
+  const session = sessionTo(c)
   const names = new Set<string>()
   afterAll(async () => {
     // scancel takes one name at a time (squeue takes a list).

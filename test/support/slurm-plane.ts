@@ -5,10 +5,9 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { SshSession } from "@swarmplane/core/backends/slurm/ssh"
 import { expect } from "vitest"
 import { type Plane, startPlane, until } from "./plane"
-import { privateKeyOf, type SlurmConnection } from "./slurm"
+import { privateKeyOf, type SlurmConnection, sessionTo } from "./slurm"
 
 export interface SlurmPlane {
   p: Plane
@@ -32,15 +31,7 @@ export async function slurmPlane(c: SlurmConnection): Promise<SlurmPlane> {
   const secrets = join(p.dir, "data", "secrets", "default")
   mkdirSync(secrets, { recursive: true })
   writeFileSync(join(secrets, "slurm-key"), privateKeyOf(c), { mode: 0o600 })
-  const session = new SshSession({
-    host: c.host,
-    port: c.port,
-    user: c.user,
-    privateKey: privateKeyOf(c),
-    hostKey: c.hostKey,
-    connectTimeoutS: 10,
-    commandTimeoutS: 60,
-  })
+  const session = sessionTo(c)
   const config = (extra: Record<string, unknown> = {}) => ({
     type: "slurm",
     loginHost: c.host,

@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
+import { SshSession } from "@swarmplane/core/backends/slurm/ssh"
 
 export interface SlurmConnection {
   host: string
@@ -35,3 +36,15 @@ export function slurmConnection(): SlurmConnection | undefined {
 }
 
 export const privateKeyOf = (c: SlurmConnection) => readFileSync(c.privateKeyPath, "utf8")
+
+/** An SSH session to the cluster's login, for a test or bench to look at Slurm itself. */
+export const sessionTo = (c: SlurmConnection, commandTimeoutS = 60) =>
+  new SshSession({
+    host: c.host,
+    port: c.port,
+    user: c.user,
+    privateKey: privateKeyOf(c),
+    hostKey: c.hostKey,
+    connectTimeoutS: 10,
+    commandTimeoutS,
+  })
