@@ -101,12 +101,12 @@ export async function main(): Promise<void> {
     updatedAt: "",
   }
   // The Slurm backend serves swarms as well as running tasks.
-  const open = () => {
-    const backend = createBackend(record, rt)
+  const open = async () => {
+    const backend = await createBackend(record, rt)
     if (!isServing(backend)) throw new Error("a slurm backend serves swarms")
     return backend
   }
-  const setup = open()
+  const setup = await open()
   const now = new Date().toISOString()
   const swarms: Swarm[] = []
   for (let i = 0; i < Swarms; i++) {
@@ -139,7 +139,7 @@ export async function main(): Promise<void> {
           if (variant === "baseline") closeSharedSessions()
           const [connects, commands] = [SshSession.totalConnects, SshSession.totalCommands]
           const t0 = performance.now()
-          const backend = open()
+          const backend = await open()
           await backend.reconcile({ live, ...(variant === "swarmplane" ? { swarms } : {}) })
           for (const swarm of swarms) await backend.servingStatus(swarm)
           await backend.close()
@@ -155,7 +155,7 @@ export async function main(): Promise<void> {
         }
     }
   } finally {
-    const cleanup = open()
+    const cleanup = await open()
     for (const swarm of swarms) await cleanup.delete(swarm, 0)
     await cleanup.close()
     const session = sessionTo(c, 120)

@@ -138,6 +138,27 @@ if (fakeEks) {
     return fail(`swarmplane: the fake EKS: ${error instanceof Error ? error.message : String(error)}`, 1)
   })
 }
+// 3. Run until a signal. The handlers are in place before the ready line: a supervisor may signal as
+// soon as it reads it, and a signal with no handler yet would kill the process outright.
+let stopping = false
+const stop = async (why: string) => {
+  if (stopping) {
+    logger.info(`${why} again: exiting now`)
+    process.exit(130)
+  }
+  stopping = true
+  logger.info(`${why}: stopping`)
+  await plane.stop()
+  await fakeLepton?.process.stop()
+  await fakeEks?.process.stop()
+  process.exit(0)
+}
+process.on("SIGINT", () => void stop("SIGINT"))
+process.on("SIGTERM", () => void stop("SIGTERM"))
+// Run by `swarmplane dev`, which forwards signals and keeps an IPC channel open: when the channel
+// closes, the CLI is gone (killed outright), and the plane stops rather than run on unowned.
+if (process.connected) process.once("disconnect", () => void stop("the CLI exited"))
+
 const rel = relative(process.cwd(), dataDir)
 const shownDir = rel === "" ? "." : rel.startsWith("..") ? dataDir : rel
 logger.info(
@@ -183,23 +204,3 @@ if (fakeEks) {
       logger.warn(`the fake EKS exited (code ${code}); the backend on it fails until the next start`)
   })
 }
-
-// 3. Run until a signal.
-let stopping = false
-const stop = async (why: string) => {
-  if (stopping) {
-    logger.info(`${why} again: exiting now`)
-    process.exit(130)
-  }
-  stopping = true
-  logger.info(`${why}: stopping`)
-  await plane.stop()
-  await fakeLepton?.process.stop()
-  await fakeEks?.process.stop()
-  process.exit(0)
-}
-process.on("SIGINT", () => void stop("SIGINT"))
-process.on("SIGTERM", () => void stop("SIGTERM"))
-// Run by `swarmplane dev`, which forwards signals and keeps an IPC channel open: when the channel
-// closes, the CLI is gone (killed outright), and the plane stops rather than run on unowned.
-if (process.connected) process.once("disconnect", () => void stop("the CLI exited"))

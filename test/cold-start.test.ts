@@ -47,6 +47,11 @@ describe("Lambda bundles with the deploy's settings", () => {
     }
     expect(dashboardFiles(api.eager)).toEqual([])
     expect(dashboardFiles(api.all)).not.toEqual([])
+    // Each backend's code is loaded with its first use, not at import.
+    const backendFiles = (inputs: string[]) =>
+      inputs.filter((i) => /backends\/(workers|slurm|lepton|eks)\/backend\.ts$/.test(i)).sort()
+    expect(backendFiles(api.eager)).toEqual([])
+    expect(backendFiles(api.all)).toHaveLength(4)
     // What a request needs is there at import.
     for (const pkg of ["@aws-sdk/client-dynamodb", "@aws-sdk/client-sqs", "hono"])
       expect(fromPackage(api.eager, pkg), pkg).toBe(true)

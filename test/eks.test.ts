@@ -463,7 +463,7 @@ describe("adoption", () => {
   }, async () => {
     const record = (await e.p.call("GET", "/v1/backends/k8s")).json
     const runtime = e.p.plane.runtime
-    const backend = createBackend(record, runtime)
+    const backend = await createBackend(record, runtime)
     const created = await runtime.transitions.jobs.create(
       "default",
       "job-adopt-test",
@@ -518,7 +518,7 @@ describe("adoption", () => {
   }, async () => {
     const record = (await e.p.call("GET", "/v1/backends/k8s")).json
     const runtime = e.p.plane.runtime
-    const backend = createBackend(record, runtime)
+    const backend = await createBackend(record, runtime)
     const created = await runtime.transitions.jobs.create(
       "default",
       "job-gang-adopt-test",
@@ -599,7 +599,7 @@ describe("adoption", () => {
       },
     }))
     const posts = jobsOf("team-a").length
-    const backend = createBackend(record, runtime)
+    const backend = await createBackend(record, runtime)
     const late = await backend.launch({ attempts: assigned, deadline: Date.now() - 1 })
     expect(late.launched).toEqual([])
     expect(late.deferred?.map((d) => d.ref)).toEqual(assigned)
@@ -677,12 +677,12 @@ describe("faults", () => {
     const record = (await e.p.call("GET", "/v1/backends/k8s")).json
     const runtime = e.p.plane.runtime
     const now = () => Date.now()
-    expect((await createBackend(record, runtime).status()).healthy).toBe(true)
+    expect((await (await createBackend(record, runtime)).status()).healthy).toBe(true)
     const tokenCalls = e.fake.requests.length
     // 16 minutes on, for the cluster and for the backend: the token of a minute ago has expired.
     skew.ms = 16 * 60_000
     const later = { now: () => now() + skew.ms, sleep: runtime.clock.sleep }
-    const status = await createBackend(record, { ...runtime, clock: later }).status()
+    const status = (await createBackend(record, { ...runtime, clock: later })).status()
     expect(status, JSON.stringify(status)).toMatchObject({ healthy: true })
     expect(e.fake.requests.length).toBeGreaterThan(tokenCalls)
     // What the backend held before: a token dated by this process's clock, which the cluster refuses now.

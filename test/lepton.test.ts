@@ -300,7 +300,7 @@ describe("adoption and batching", () => {
   }, async () => {
     const record = (await l.p.call("GET", "/v1/backends/lep")).json
     const runtime = l.p.plane.runtime
-    const backend = createBackend(record, runtime)
+    const backend = await createBackend(record, runtime)
     const created = await runtime.transitions.jobs.create(
       "default",
       "job-adopt-test",
@@ -370,7 +370,7 @@ describe("reconcile, read directly", () => {
     const runtime = l.p.plane.runtime
     // Two minutes and more later, by the backend's clock.
     const later = { now: () => Date.now() + LostAfterMs + 1000, sleep: runtime.clock.sleep }
-    const backend = createBackend(record, { ...runtime, clock: later })
+    const backend = await createBackend(record, { ...runtime, clock: later })
     const created = await runtime.transitions.jobs.create(
       "default",
       "job-reconcile-test",

@@ -288,7 +288,7 @@ suite("slurm backend under faults", () => {
       "crashed",
     )
     const tasks = (await rt.repos.jobs.load("default", job.id))!.tasks
-    const backend = createBackend(record, rt)
+    const backend = await createBackend(record, rt)
     let n = 0
     const plan = await backend.schedule({
       pending: tasks.map((task) => ({ job, task })),

@@ -164,7 +164,7 @@ suite("slurm backend on a real cluster", () => {
     timeout: 60_000,
   }, async () => {
     const record = (await p.call("GET", "/v1/backends/hpc")).json
-    const backend = createBackend(record, p.plane.runtime)
+    const backend = await createBackend(record, p.plane.runtime)
     const spec = { command: ["sleep", "30"], tasks: 2 }
     const created = await p.plane.runtime.transitions.jobs.create(
       "default",
@@ -403,7 +403,7 @@ suite("slurm backend on a real cluster", () => {
     const wrong = BackendConfig.parse(
       config({ hostKey: "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }),
     )
-    const backend = createBackend(
+    const backend = await createBackend(
       {
         id: "hpc-wrong",
         project: "default",

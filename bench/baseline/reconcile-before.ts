@@ -201,7 +201,7 @@ export async function reconcilePass(rt: Runtime, record: Backend, owner: string)
   }
   let backend: TaskBackend | undefined
   try {
-    backend = createBackend(record, rt)
+    backend = await createBackend(record, rt)
     let work = await activeWork(rt, record)
     const firstLive = work.live
     report.active = work.count

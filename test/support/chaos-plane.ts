@@ -80,7 +80,7 @@ export async function chaosPlane(faults: Faults, options: ChaosPlaneOptions) {
     let last: PassReport | undefined
     try {
       for (const record of await rt.repos.backends.listAll()) {
-        const backend = wrap(faultyBackend(createBackend(record, rt), faults))
+        const backend = wrap(faultyBackend(await createBackend(record, rt), faults))
         last = await reconcilePass(rt, record, `chaos-${owners++}`, backend, {
           leaseTtlMs: options.leaseTtlMs,
         }).finally(() => backend.close())

@@ -132,7 +132,7 @@ export async function runFaultRun(options: FaultRunOptions): Promise<FaultRunRes
   const pass = async (owner: string) => {
     try {
       for (const record of await rt.repos.backends.listAll()) {
-        const backend = faultyBackend(createBackend(record, rt), faults)
+        const backend = faultyBackend(await createBackend(record, rt), faults)
         const report = await reconcilePass(rt, record, owner, backend).finally(() => backend.close())
         if (!report.ran) passes.skipped++
         else if (report.error) passes.failed++

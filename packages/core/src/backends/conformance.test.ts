@@ -288,13 +288,13 @@ for (const [type, spec] of Object.entries(implemented) as [
   describe(`${type} backend`, () => {
     const make = () => createBackend(backendOf(type), runtime())
 
-    test("implements the required core", () => {
-      const backend = make() as unknown as Record<string, unknown>
+    test("implements the required core", async () => {
+      const backend = (await make()) as unknown as Record<string, unknown>
       expect(core.filter((m) => typeof backend[m] !== "function")).toEqual([])
     })
 
-    test(`has ${spec.capabilities.join(", ")}, each whole, and no other capability`, () => {
-      const backend = make() as unknown as Record<string, unknown>
+    test(`has ${spec.capabilities.join(", ")}, each whole, and no other capability`, async () => {
+      const backend = (await make()) as unknown as Record<string, unknown>
       for (const [name, capability] of Object.entries(capabilities) as [
         Capability,
         (typeof capabilities)[Capability],
@@ -306,8 +306,8 @@ for (const [type, spec] of Object.entries(implemented) as [
       }
     })
 
-    test("describes itself: backendId, kind of its type, attributes, scale groups, display name", () => {
-      const { descriptor } = make()
+    test("describes itself: backendId, kind of its type, attributes, scale groups, display name", async () => {
+      const { descriptor } = await make()
       expect(Object.keys(descriptor).sort()).toEqual(
         ["advertisedAttributes", "backendId", "displayName", "kind", "scaleGroups"].sort(),
       )
@@ -329,7 +329,7 @@ for (const [type, spec] of Object.entries(implemented) as [
     for (const method of methods) {
       const outcome = spec.calls[method] ?? "resolves"
       test(`${method} ${outcome === "resolves" ? "answers" : "fails with a transport error without a cluster"}`, async () => {
-        const result = Promise.resolve(calls[method](make() as never))
+        const result = Promise.resolve(calls[method]((await make()) as never))
         if (outcome === "resolves") {
           await result
           return
@@ -351,7 +351,7 @@ describe("a type with no implementation in this release", () => {
   // one this release does not know.
   const missing = [...BackendTypes.filter((t) => !implemented[t]), "gke" as BackendType]
   for (const type of missing)
-    test(`${type}: no backend is made; the error names the type and the types there are`, () => {
+    test(`${type}: no backend is made; the error names the type and the types there are`, async () => {
       const make = () =>
         createBackend(
           implemented[type] || !BackendTypes.includes(type)
@@ -359,25 +359,21 @@ describe("a type with no implementation in this release", () => {
             : backendOf(type),
           runtime(),
         )
-      expect(make).toThrow(BackendNotAvailableError)
-      expect(make).toThrow(
+      await expect(make()).rejects.toThrow(BackendNotAvailableError)
+      await expect(make()).rejects.toThrow(
         `the ${type} backend is not available in this release; available types: eks, lepton, slurm, workers`,
       )
-      try {
-        make()
-      } catch (error) {
-        expect(error).toMatchObject({
-          code: "backend.not_available",
-          status: 422,
-          details: { type, available: ["eks", "lepton", "slurm", "workers"] },
-        })
-      }
+      await expect(make()).rejects.toMatchObject({
+        code: "backend.not_available",
+        status: 422,
+        details: { type, available: ["eks", "lepton", "slurm", "workers"] },
+      })
     })
 })
 
 describe("descriptors carry the config", () => {
-  test("a workers backend advertises its scale groups and their attributes", () => {
-    const { descriptor } = createBackend(backendOf("workers"), runtime())
+  test("a workers backend advertises its scale groups and their attributes", async () => {
+    const { descriptor } = await createBackend(backendOf("workers"), runtime())
     expect(descriptor).toEqual({
       backendId: "workers-1",
       kind: "worker-daemon",
@@ -387,8 +383,8 @@ describe("descriptors carry the config", () => {
     })
   })
 
-  test("a slurm backend advertises its partitions and configured attributes", () => {
-    const { descriptor } = createBackend(backendOf("slurm"), runtime())
+  test("a slurm backend advertises its partitions and configured attributes", async () => {
+    const { descriptor } = await createBackend(backendOf("slurm"), runtime())
     expect(descriptor).toEqual({
       backendId: "slurm-1",
       kind: "delegated",

@@ -2,33 +2,31 @@
  * Backend registry: each implemented config `type` → its factory, one line per type. A type of the
  * config union without a line here is not available in this release: registering one is refused
  * (`backend.not_available`), and one stored by an earlier release is reported in its backend's status
- * by every pass instead of being looked after. Platform SDKs are loaded inside their backend modules,
- * so a function that never touches Slurm never loads ssh2.
+ * by every pass instead of being looked after. Each backend's module is loaded on first use (and its
+ * platform SDKs inside it), so a function that never touches Slurm never loads its code or ssh2, and a
+ * cold start pays for no backend it does not use. Job spec checks are small and stay at hand.
  */
 
 import type { Backend, BackendConfigOf } from "../model/backend"
 import type { JobSpec } from "../model/job"
 import type { BackendType } from "../model/states"
 import { type FieldIssue, VisibleError } from "../util/errors"
-import { EksBackend } from "./eks/backend"
 import { eksJobIssues } from "./eks/spec"
-import { LeptonBackend } from "./lepton/backend"
 import type { BackendDeps, BackendFactory, TaskBackend } from "./protocol"
-import { SlurmBackend } from "./slurm/backend"
 import { slurmJobIssues } from "./slurm/validate"
-import { WorkersBackend } from "./workers/backend"
 
 interface Entry<T extends BackendType> {
-  create: BackendFactory<BackendConfigOf<T>>
+  /** The backend's factory, from its module loaded on first use. */
+  load: () => Promise<BackendFactory<BackendConfigOf<T>>>
   /** What a job spec asks that this type cannot take (each with its field path), checked at the API. */
   jobSpecIssues?: (spec: JobSpec) => FieldIssue[]
 }
 
 const implemented: { [T in BackendType]?: Entry<T> } = {
-  workers: { create: WorkersBackend },
-  slurm: { create: SlurmBackend, jobSpecIssues: slurmJobIssues },
-  lepton: { create: LeptonBackend },
-  eks: { create: EksBackend, jobSpecIssues: eksJobIssues },
+  workers: { load: async () => (await import("./workers/backend")).WorkersBackend },
+  slurm: { load: async () => (await import("./slurm/backend")).SlurmBackend, jobSpecIssues: slurmJobIssues },
+  lepton: { load: async () => (await import("./lepton/backend")).LeptonBackend },
+  eks: { load: async () => (await import("./eks/backend")).EksBackend, jobSpecIssues: eksJobIssues },
 }
 
 /** The types this release implements, e.g. for an error message. */
@@ -60,8 +58,9 @@ export function assertAvailable(type: BackendType): void {
 }
 
 /** Build the backend for one invocation; the caller closes it. Throws `backend.not_available` for a type with no factory. */
-export function createBackend(backend: Backend, runtime: BackendDeps): TaskBackend {
-  return entryOf(backend.config.type).create(backend, runtime)
+export async function createBackend(backend: Backend, runtime: BackendDeps): Promise<TaskBackend> {
+  const create = await entryOf(backend.config.type).load()
+  return create(backend, runtime)
 }
 
 /**
@@ -73,7 +72,7 @@ export async function withBackend<T>(
   runtime: BackendDeps,
   use: (instance: TaskBackend) => Promise<T>,
 ): Promise<T> {
-  const instance = createBackend(backend, runtime)
+  const instance = await createBackend(backend, runtime)
   try {
     return await use(instance)
   } finally {

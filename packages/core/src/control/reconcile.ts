@@ -372,7 +372,7 @@ export async function reconcilePass(
   report.ran = true
   let own: TaskBackend | undefined
   try {
-    const backend = given ?? createBackend(record, rt)
+    const backend = given ?? (await createBackend(record, rt))
     if (!given) own = backend
     const snapshot = await readSnapshot(rt, record)
     report.active = snapshot.count

@@ -62,7 +62,7 @@ async function eachBackend(
       }
       let backend: TaskBackend | undefined
       try {
-        backend = createBackend(record, rt)
+        backend = await createBackend(record, rt)
         return (await hasWork(rt, record, backend, scaling)) ? await visit(record, backend) : idle
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error)
