@@ -682,7 +682,7 @@ describe("faults", () => {
     // 16 minutes on, for the cluster and for the backend: the token of a minute ago has expired.
     skew.ms = 16 * 60_000
     const later = { now: () => now() + skew.ms, sleep: runtime.clock.sleep }
-    const status = (await createBackend(record, { ...runtime, clock: later })).status()
+    const status = await (await createBackend(record, { ...runtime, clock: later })).status()
     expect(status, JSON.stringify(status)).toMatchObject({ healthy: true })
     expect(e.fake.requests.length).toBeGreaterThan(tokenCalls)
     // What the backend held before: a token dated by this process's clock, which the cluster refuses now.
