@@ -16,7 +16,7 @@ import { MemoryQueue } from "@swarmplane/core/queue/memory"
 import { createRuntime } from "@swarmplane/core/runtime"
 import { MemoryStore } from "@swarmplane/core/store/memory"
 import { silentLogger } from "@swarmplane/core/util/logger"
-import { privateKeyOf, sessionTo, slurmConnection } from "../test/support/slurm"
+import { privateKeyOf, sessionTo, slurmConfigOf, slurmConnection } from "../test/support/slurm"
 import { record, table } from "./util"
 
 const Jobs = 8
@@ -139,15 +139,7 @@ export async function main(): Promise<void> {
   if (!c) return
   const key = privateKeyOf(c)
   const session = sessionTo(c)
-  const config = BackendConfig.parse({
-    type: "slurm",
-    loginHost: c.host,
-    port: c.port,
-    user: c.user,
-    sshKeySecret: "k",
-    hostKey: c.hostKey,
-    partition: c.partition,
-  })
+  const config = BackendConfig.parse(slurmConfigOf(c))
   const tag = Date.now().toString(36)
   try {
     const base = await floor(session, c.partition, tag)

@@ -16,7 +16,8 @@ import { MemoryQueue } from "@swarmplane/core/queue/memory"
 import { createRuntime, type Runtime } from "@swarmplane/core/runtime"
 import { MemoryStore } from "@swarmplane/core/store/memory"
 import { silentLogger } from "@swarmplane/core/util/logger"
-import { privateKeyOf, sessionTo, slurmConnection } from "../test/support/slurm"
+import { assignedRefs } from "../test/support/assigned"
+import { privateKeyOf, sessionTo, slurmConfigOf, slurmConnection } from "../test/support/slurm"
 import { median, table } from "./util"
 
 const Sizes = [10, 100, 1000]
@@ -44,24 +45,7 @@ async function launchTasks(rt: Runtime, backend: TaskBackend, n: number, tag: st
   }
   let k = 0
   const plan = await backend.schedule({ pending: refs, live: [], mintAttemptUid: () => `a-${tag}-${k++}` })
-  const assigned: TaskRef[] = plan.assignments.map((a) => ({
-    job: a.ref.job,
-    task: {
-      ...a.ref.task,
-      data: {
-        ...a.ref.task.data,
-        state: "ASSIGNED",
-        attempts: [
-          {
-            attemptUid: a.attemptUid,
-            state: "ASSIGNED",
-            submission: a.submission!,
-            createdAt: new Date().toISOString(),
-          },
-        ],
-      },
-    },
-  }))
+  const assigned = assignedRefs(plan)
   const { launched } = await backend.launch({ attempts: assigned })
   return launched.map(({ ref, target }) => ({
     ...ref,
@@ -87,15 +71,7 @@ export async function main(): Promise<void> {
     id: "bench",
     project: "bench",
     kind: "delegated" as const,
-    config: BackendConfig.parse({
-      type: "slurm",
-      loginHost: c.host,
-      port: c.port,
-      user: c.user,
-      sshKeySecret: "k",
-      hostKey: c.hostKey,
-      partition: c.partition,
-    }),
+    config: BackendConfig.parse(slurmConfigOf(c)),
     status: {},
     createdAt: "",
     updatedAt: "",

@@ -18,6 +18,7 @@ import { jobName } from "@swarmplane/core/backends/eks/spec"
 import { createBackend } from "@swarmplane/core/backends/registry"
 import { JobSpec } from "@swarmplane/core/model/job"
 import { afterAll, beforeAll, describe, expect, test } from "vitest"
+import { assignedRefs } from "./support/assigned"
 import { type EksPlane, eksPlane } from "./support/eks-plane"
 import { Types, workloadName } from "./support/fake-kube"
 import { hasKubectl } from "./support/kubectl"
@@ -473,24 +474,7 @@ describe("adoption", () => {
       mintAttemptUid: () => `a-adopt-${minted++}`,
     })
     expect(plan.assignments.map((a) => a.submission)).toEqual([jobName("a-adopt-0"), jobName("a-adopt-1")])
-    const assigned = plan.assignments.map((a) => ({
-      job: created,
-      task: {
-        ...a.ref.task,
-        data: {
-          ...a.ref.task.data,
-          state: "ASSIGNED" as const,
-          attempts: [
-            {
-              attemptUid: a.attemptUid,
-              state: "ASSIGNED" as const,
-              submission: a.submission!,
-              createdAt: created.createdAt,
-            },
-          ],
-        },
-      },
-    }))
+    const assigned = assignedRefs(plan, created.createdAt)
     const first = await backend.launch({ attempts: assigned })
     const again = await backend.launch({ attempts: assigned })
     expect(first.failed).toEqual([])
@@ -528,24 +512,7 @@ describe("adoption", () => {
     })
     const name = jobName("a-gang-0")
     expect(plan.assignments.map((a) => a.submission).sort()).toEqual([`${name}#0`, `${name}#1`, `${name}#2`])
-    const assigned = plan.assignments.map((a) => ({
-      job: created,
-      task: {
-        ...a.ref.task,
-        data: {
-          ...a.ref.task.data,
-          state: "ASSIGNED" as const,
-          attempts: [
-            {
-              attemptUid: a.attemptUid,
-              state: "ASSIGNED" as const,
-              submission: a.submission!,
-              createdAt: created.createdAt,
-            },
-          ],
-        },
-      },
-    }))
+    const assigned = assignedRefs(plan, created.createdAt)
     const posts = jobsOf("team-a").length
     const first = await backend.launch({ attempts: assigned })
     const again = await backend.launch({ attempts: assigned })

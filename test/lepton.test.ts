@@ -12,6 +12,7 @@ import { jobName } from "@swarmplane/core/backends/lepton/spec"
 import { createBackend } from "@swarmplane/core/backends/registry"
 import { JobSpec } from "@swarmplane/core/model/job"
 import { afterAll, beforeAll, describe, expect, test } from "vitest"
+import { assignedRefs } from "./support/assigned"
 import { type LeptonPlane, leptonPlane } from "./support/lepton-plane"
 import { until } from "./support/plane"
 
@@ -316,24 +317,7 @@ describe("adoption and batching", () => {
       mintAttemptUid: () => `a-adopt-${minted++}`,
     })
     expect(plan.assignments.map((a) => a.submission)).toEqual([jobName("a-adopt-0"), jobName("a-adopt-1")])
-    const assigned = plan.assignments.map((a) => ({
-      job: created,
-      task: {
-        ...a.ref.task,
-        data: {
-          ...a.ref.task.data,
-          state: "ASSIGNED" as const,
-          attempts: [
-            {
-              attemptUid: a.attemptUid,
-              state: "ASSIGNED" as const,
-              submission: a.submission!,
-              createdAt: created.createdAt,
-            },
-          ],
-        },
-      },
-    }))
+    const assigned = assignedRefs(plan, created.createdAt)
     const creates = count("POST", "/jobs")
     const first = await backend.launch({ attempts: assigned })
     const again = await backend.launch({ attempts: assigned })

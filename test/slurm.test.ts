@@ -9,6 +9,7 @@ import { join } from "node:path"
 import { createBackend } from "@swarmplane/core/backends/registry"
 import { BackendConfig } from "@swarmplane/core/model/backend"
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from "vitest"
+import { assignedRefs } from "./support/assigned"
 import { type Plane, until } from "./support/plane"
 import { slurmConnection } from "./support/slurm"
 import { type SlurmPlane, slurmPlane } from "./support/slurm-plane"
@@ -179,24 +180,7 @@ suite("slurm backend on a real cluster", () => {
       live: [],
       mintAttemptUid: () => `a-adopt-${Math.random().toString(36).slice(2, 8)}`,
     })
-    const assigned = plan.assignments.map((a) => ({
-      job: created,
-      task: {
-        ...a.ref.task,
-        data: {
-          ...a.ref.task.data,
-          state: "ASSIGNED" as const,
-          attempts: [
-            {
-              attemptUid: a.attemptUid,
-              state: "ASSIGNED" as const,
-              submission: a.submission!,
-              createdAt: created.createdAt,
-            },
-          ],
-        },
-      },
-    }))
+    const assigned = assignedRefs(plan, created.createdAt)
     const first = await backend.launch({ attempts: assigned })
     const again = await backend.launch({ attempts: assigned })
     await backend.close()

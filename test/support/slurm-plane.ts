@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { expect } from "vitest"
 import { type Plane, startPlane, until } from "./plane"
-import { privateKeyOf, type SlurmConnection, sessionTo } from "./slurm"
+import { privateKeyOf, type SlurmConnection, sessionTo, slurmConfigOf } from "./slurm"
 
 export interface SlurmPlane {
   p: Plane
@@ -33,13 +33,7 @@ export async function slurmPlane(c: SlurmConnection): Promise<SlurmPlane> {
   writeFileSync(join(secrets, "slurm-key"), privateKeyOf(c), { mode: 0o600 })
   const session = sessionTo(c)
   const config = (extra: Record<string, unknown> = {}) => ({
-    type: "slurm",
-    loginHost: c.host,
-    port: c.port,
-    user: c.user,
-    sshKeySecret: "slurm-key",
-    hostKey: c.hostKey,
-    partition: c.partition,
+    ...slurmConfigOf(c, "slurm-key"),
     gpuPartition: c.gpuPartition,
     timeLimit: "00:10:00",
     ...extra,

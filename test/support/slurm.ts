@@ -37,6 +37,17 @@ export function slurmConnection(): SlurmConnection | undefined {
 
 export const privateKeyOf = (c: SlurmConnection) => readFileSync(c.privateKeyPath, "utf8")
 
+/** A `slurm` backend's config for the cluster, its key in the secret `sshKeySecret`. */
+export const slurmConfigOf = (c: SlurmConnection, sshKeySecret = "k") => ({
+  type: "slurm" as const,
+  loginHost: c.host,
+  port: c.port,
+  user: c.user,
+  sshKeySecret,
+  hostKey: c.hostKey,
+  partition: c.partition,
+})
+
 /** An SSH session to the cluster's login, for a test or bench to look at Slurm itself. */
 export const sessionTo = (c: SlurmConnection, commandTimeoutS = 60) =>
   new SshSession({
