@@ -205,18 +205,26 @@ async function ensureLocalBackend(rt: Runtime): Promise<void> {
 }
 
 /** A loop that runs `body` every `everyMs` without overlapping itself, until stopped. */
-function every(everyMs: number, body: () => Promise<void>, logger: Logger) {
+/**
+ * Run `body` again and again, `everyMs` after each run ends, or after what the run returns (a loop
+ * that paces itself by its cost).
+ */
+function every(everyMs: number, body: () => Promise<number | void>, logger: Logger) {
   let stopped = false
   let timer: NodeJS.Timeout | undefined
   let running: Promise<void> = Promise.resolve()
   const run = () => {
     if (stopped) return
+    let pause = everyMs
     running = body()
+      .then((ms) => {
+        if (typeof ms === "number") pause = ms
+      })
       .catch((error) =>
         logger.error(`loop failed: ${error instanceof Error ? error.message : String(error)}`),
       )
       .finally(() => {
-        if (!stopped) timer = setTimeout(run, everyMs)
+        if (!stopped) timer = setTimeout(run, pause)
       })
   }
   timer = setTimeout(run, 0)
@@ -383,14 +391,20 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
 
     // 6. Schedule consumer and ticks.
     const queue = runtime.queue
+    // After a batch the consumer rests as long as the batch took (at most a second): under a burst
+    // of submissions, back-to-back passes (each reads the backend's whole active index) would
+    // otherwise take the event loop the API answers on; an idle plane still places a new job at once.
     stops.push(
       every(
         0,
         async () => {
-          const messages = await queue.receive({ max: 10, waitS: 1 })
-          if (!messages.length) return
+          // As many as are waiting (SQS gives 10 at most): a batch is one pass per backend.
+          const messages = await queue.receive({ max: 100, waitS: 1 })
+          if (!messages.length) return 0
+          const started = performance.now()
           const { retry } = await handleScheduleBatch(runtime, messages)
           await queue.delete(messages.filter((m) => !retry.includes(m.id)).map((m) => m.receipt))
+          return Math.min(performance.now() - started, 1_000)
         },
         logger,
       ),

@@ -2,6 +2,10 @@
  * The schedule consumer's core: handle a batch of schedule requests. Malformed messages are dropped
  * (logged; retrying cannot fix them); retryable failures are returned so the edge reports them as
  * batch item failures and the queue redelivers them (after `maxReceiveCount`, to the dead-letter queue).
+ *
+ * A batch runs one pass per backend, however many of its requests name that backend: a pass reads the
+ * backend's whole active index, so a burst of submissions (hundreds a second on the local plane)
+ * costs a pass per batch, not a pass per job.
  */
 import { randomUUID } from "node:crypto"
 import { parseScheduleRequest, type ScheduleRequest } from "../queue/port"
@@ -17,40 +21,62 @@ export interface ScheduleMessage {
 
 export type ScheduleOutcome = "gone" | "passed" | "deferred"
 
+/** The backend a request's object lives on; a request without it (sent by an older version) is looked up. */
+async function backendOf(rt: ControlDeps, request: ScheduleRequest): Promise<string | undefined> {
+  if (request.backendId) return request.backendId
+  switch (request.kind) {
+    case "job":
+      return (await rt.repos.jobs.get(request.project, request.id))?.backendId
+    case "swarm":
+      return (await rt.repos.swarms.get(request.project, request.id))?.backendId
+    case "backend":
+      return request.id
+  }
+}
+
 /**
- * Look at one object and move it toward its desired state now, rather than at the next tick: run a
- * control-loop pass over its backend. When another pass holds the backend's lease, that pass (which
- * repeats every few seconds while there is work) picks the object up.
+ * Move a backend's objects toward their desired state now, rather than at the next tick: run a
+ * control-loop pass over it. When another pass holds the backend's lease, that pass (which repeats
+ * every few seconds while there is work) picks the objects up.
  */
-export async function scheduleOne(rt: ControlDeps, request: ScheduleRequest): Promise<ScheduleOutcome> {
-  const { repos } = rt
-  // Requests name their object's backend; one without it (sent by an older version) is looked up.
-  let backendId: string | undefined = request.backendId
-  if (!backendId)
-    switch (request.kind) {
-      case "job":
-        backendId = (await repos.jobs.get(request.project, request.id))?.backendId
-        break
-      case "swarm":
-        backendId = (await repos.swarms.get(request.project, request.id))?.backendId
-        break
-      case "backend":
-        backendId = request.id
-        break
-    }
-  const backend = backendId ? await repos.backends.get(request.project, backendId) : undefined
+async function passOver(rt: ControlDeps, project: string, backendId: string): Promise<ScheduleOutcome> {
+  const backend = await rt.repos.backends.get(project, backendId)
   if (!backend) return "gone"
   const pass = await reconcilePass(rt, backend, `schedule-${process.pid}-${randomUUID().slice(0, 8)}`)
   if (pass.error) throw new BackendError(pass.error, true)
   return pass.ran ? "passed" : "deferred"
 }
 
-/** Handle a batch; returns the ids of messages to retry. */
+/** Look at one object and move it toward its desired state now (a pass over its backend). */
+export async function scheduleOne(rt: ControlDeps, request: ScheduleRequest): Promise<ScheduleOutcome> {
+  const backendId = await backendOf(rt, request)
+  return backendId ? passOver(rt, request.project, backendId) : "gone"
+}
+
+interface Group {
+  project: string
+  backendId: string
+  messages: { message: ScheduleMessage; request: ScheduleRequest }[]
+}
+
+/** Handle a batch: one pass per backend named in it. Returns the ids of messages to retry. */
 export async function handleScheduleBatch(
   rt: ControlDeps,
   messages: ScheduleMessage[],
 ): Promise<{ retry: string[] }> {
   const retry: string[] = []
+  const failed = (error: unknown, items: Group["messages"]) => {
+    const retryable = isRetryable(error)
+    for (const { message, request } of items) {
+      rt.logger.error(`schedule ${request.kind} ${request.id} failed${retryable ? "; will retry" : ""}`, {
+        project: request.project,
+        receiveCount: message.receiveCount,
+        error: error instanceof Error ? error.message : String(error),
+      })
+      if (retryable) retry.push(message.id)
+    }
+  }
+  const groups = new Map<string, Group>()
   await Promise.all(
     messages.map(async (message) => {
       const request = parseScheduleRequest(message.body)
@@ -61,20 +87,32 @@ export async function handleScheduleBatch(
         })
         return
       }
+      let backendId: string | undefined
       try {
-        const outcome = await scheduleOne(rt, request)
-        rt.logger.debug(`schedule ${request.kind} ${request.id}: ${outcome}`, {
-          project: request.project,
-          reason: request.reason,
-        })
+        backendId = await backendOf(rt, request)
       } catch (error) {
-        const retryable = isRetryable(error)
-        rt.logger.error(`schedule ${request.kind} ${request.id} failed${retryable ? "; will retry" : ""}`, {
-          project: request.project,
-          receiveCount: message.receiveCount,
-          error: error instanceof Error ? error.message : String(error),
-        })
-        if (retryable) retry.push(message.id)
+        return failed(error, [{ message, request }])
+      }
+      if (!backendId) {
+        rt.logger.debug(`schedule ${request.kind} ${request.id}: gone`, { project: request.project })
+        return
+      }
+      const key = JSON.stringify([request.project, backendId])
+      const group = groups.get(key) ?? { project: request.project, backendId, messages: [] }
+      group.messages.push({ message, request })
+      groups.set(key, group)
+    }),
+  )
+  await Promise.all(
+    [...groups.values()].map(async (group) => {
+      try {
+        const outcome = await passOver(rt, group.project, group.backendId)
+        rt.logger.debug(
+          `schedule pass over backend ${group.backendId} for ${group.messages.length} request(s): ${outcome}`,
+          { project: group.project, reasons: [...new Set(group.messages.map((m) => m.request.reason))] },
+        )
+      } catch (error) {
+        failed(error, group.messages)
       }
     }),
   )

@@ -45,7 +45,7 @@ export interface ReceiveOptions {
 export interface ScheduleQueue {
   /** Send requests, 10 per batch call. Throws `BackendError` if any entry could not be sent. */
   send(requests: ScheduleRequest[]): Promise<void>
-  /** Receive up to `max` messages; they stay invisible for the visibility timeout. */
+  /** Receive up to `max` messages (an SQS queue gives 10 at most); they stay invisible for the visibility timeout. */
   receive(options?: ReceiveOptions): Promise<ReceivedMessage[]>
   /** Delete handled messages, 10 per batch call. Idempotent. */
   delete(receipts: string[]): Promise<void>

@@ -53,7 +53,7 @@ export function SqsQueue(opts: SqsQueueOptions): ScheduleQueue {
         client.send(
           new ReceiveMessageCommand({
             QueueUrl: queueUrl,
-            MaxNumberOfMessages: options.max ?? 10,
+            MaxNumberOfMessages: Math.min(10, options.max ?? 10),
             WaitTimeSeconds: options.waitS ?? 0,
             VisibilityTimeout: options.visibilityS,
             MessageSystemAttributeNames: ["ApproximateReceiveCount"],
