@@ -3,7 +3,8 @@
  * process): 200 one-task `true` jobs on a `workers` backend with two real agents (as the local backend
  * has: a heartbeat every second, 8 CPUs each), for agents that heartbeat at the interval only (the
  * baseline, `--heartbeat-wait 0`) and agents whose heartbeat is held until work is placed on them (the
- * long-poll). Each task's `submitted → RUNNING` is its attempt's `startedAt` (when the control plane
+ * long-poll), the latter also without namespaces (`--isolation none`: what a sandboxed start costs
+ * in processes: unshare, its shell and mounts, on top of the attempt and its watcher). Each task's `submitted → RUNNING` is its attempt's `startedAt` (when the control plane
  * applied the RUNNING report) less its job's `createdAt`; "all done" runs from the first submission to
  * the last job's `finishedAt`.
  *
@@ -23,11 +24,15 @@ interface Mode {
   name: string
   /** The agents' `--heartbeat-wait`. */
   waitS: number
+  /** The agents' `--isolation` (default `auto`: namespaces where `unshare` works). */
+  isolation?: "none"
 }
 
 const modes: Mode[] = [
   { name: "heartbeat at the interval (baseline)", waitS: 0 },
   { name: "held heartbeat (long-poll)", waitS: 20 },
+  // What starting a sandboxed attempt costs: unshare, its shell and mounts per attempt.
+  { name: "held heartbeat, no namespaces", waitS: 20, isolation: "none" },
 ]
 
 interface Result {
@@ -47,7 +52,7 @@ interface Result {
 async function startAgents(
   p: BenchPlane,
   backendId: string,
-  waitS: number,
+  mode: Mode,
   stateDir: string,
 ): Promise<ChildProcess[]> {
   const made = await p.call(
@@ -71,7 +76,8 @@ async function startAgents(
         "worker",
         ...["--api", p.url, "--backend", backendId, "--name", `${backendId}-${i}`],
         ...["--cpu", "8", "--memory-mib", "16384", "--state-dir", join(stateDir, backendId)],
-        ...["--heartbeat-wait", String(waitS), "--token-file", "-"],
+        ...["--heartbeat-wait", String(mode.waitS), "--token-file", "-"],
+        ...(mode.isolation ? ["--isolation", mode.isolation] : []),
       ],
       {
         stdio: ["pipe", "ignore", "pipe"],
@@ -155,7 +161,7 @@ async function run(
   stateDir: string,
 ): Promise<Result> {
   const backendId = `latency-${index}`
-  const agents = await startAgents(p, backendId, mode.waitS, stateDir)
+  const agents = await startAgents(p, backendId, mode, stateDir)
   try {
     // 1. One job at a time on idle agents: how long new work waits for its agent.
     const single = new Latencies()

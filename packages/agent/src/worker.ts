@@ -37,7 +37,10 @@ export interface WorkerOptions {
   log?: Logger
   /** SIGTERM → SIGKILL grace of a stop. */
   stopGraceMs?: number
-  /** Heartbeats never come closer together than this, however many local changes there are. */
+  /**
+   * Heartbeats never come closer together than this, however many local changes there are. Default
+   * `MinHeartbeatGapMs`, or `HeldMinHeartbeatGapMs` against a control plane that holds heartbeats.
+   */
   minHeartbeatGapMs?: number
   /** First and largest wait between failed calls (doubling, with jitter). */
   backoffMs?: { initial: number; max: number }
@@ -53,6 +56,15 @@ export interface WorkerOptions {
 
 /** What an agent asks a heartbeat to wait for at most; the control plane holds it less (its `holdS`). */
 export const DefaultHeartbeatWaitS = 20
+
+/** The least time between two heartbeats by default. */
+export const MinHeartbeatGapMs = 250
+/**
+ * The same against a control plane that holds heartbeats (the local plane, on this machine or a
+ * near one): a change here (an exit, a start) is reported 50 ms after the last heartbeat at most,
+ * so a freed slot is filled in a round trip, not a quarter second.
+ */
+export const HeldMinHeartbeatGapMs = 50
 
 /** A failure trying again cannot fix (a refused token, an unknown backend): the agent should exit. */
 export class FatalError extends Error {}
@@ -324,7 +336,7 @@ export class WorkerAgent {
    */
   private async waitForNext(ok: boolean): Promise<void> {
     if (!ok) return this.pause(this.backoff(this.failures, this.retryAfter))
-    const minGap = this.options.minHeartbeatGapMs ?? 250
+    const minGap = this.minGap()
     while (!this.stopping) {
       const now = Date.now()
       const soon = this.kicked || this.longPolls()
@@ -366,8 +378,15 @@ export class WorkerAgent {
     }
   }
 
+  private minGap(): number {
+    return (
+      this.options.minHeartbeatGapMs ??
+      (this.serverHolds && this.waitS() > 0 ? HeldMinHeartbeatGapMs : MinHeartbeatGapMs)
+    )
+  }
+
   private clampInterval(seconds: number): number {
-    return Math.min(Math.max(seconds * 1000, this.options.minHeartbeatGapMs ?? 250), 300_000)
+    return Math.min(Math.max(seconds * 1000, this.options.minHeartbeatGapMs ?? MinHeartbeatGapMs), 300_000)
   }
 
   /** The pause before the next try: backoff with jitter, never sooner than the server's `Retry-After`. */
