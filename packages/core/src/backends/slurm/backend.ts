@@ -3,7 +3,8 @@
  * way a person does, by SSH to the login node. One shared connection per login while the process
  * lives, one command per reconcile pass for every attempt and every swarm (squeue + scontrol/sacct
  * fallbacks, exit files, progress files, replica health probes), submissions as array jobs named from
- * ids persisted before they are sent, so a retried submit adopts instead of duplicating. Every contact
+ * ids persisted before they are sent (a pass's submissions in one exec), so a retried submit adopts
+ * instead of duplicating. Every contact
  * is recorded as the backend's health; no fault of the cluster escapes as a crash.
  */
 
@@ -39,13 +40,15 @@ import {
   type SlurmVersion,
 } from "./parse"
 import {
+  type BatchSubmission,
   cancelCommand,
   parseExitSection,
   parseProgressSection,
+  parseSubmitBatch,
   reconcileCommand,
   sections,
   statusCommand,
-  submitOrAdoptCommand,
+  submitBatchCommand,
 } from "./remote"
 import { outputDirOf, outputPath, progressPath, sbatchScript, UnsafeValueError } from "./script"
 import { parseProbes, probeCommand, SlurmServing, servingNames, servingStatusFrom } from "./serving"
@@ -62,6 +65,9 @@ export const WholeJobWaitMs = 30_000
 
 /** Commands longer than this are sent on stdin (the kernel's limit on one argument is 128 KiB). */
 export const InlineCommandBytes = 32 * 1024
+
+/** Submissions per exec: many jobs in one round trip, and an exec short enough to end within a pass. */
+export const SubmitBatchSize = 50
 
 export function SlurmBackend(
   backend: Backend & { config: SlurmConfig },
@@ -127,22 +133,16 @@ export function SlurmBackend(
     project,
   })
 
-  /** The launch of one submission: its script (checked), then submit-or-adopt in one exec. */
-  async function submit(
-    name: string,
-    refs: TaskRef[],
-    firstTry: boolean,
-  ): Promise<ReturnType<typeof submitResult>> {
+  /** A submission's script, checked: a value Slurm would read differently from what it says is refused. */
+  async function scriptOf(name: string, refs: TaskRef[]): Promise<{ script: string } | { refused: string }> {
     const swarm = refs[0]!.job.spec.swarm
     const url = swarm ? (await runtime.repos.swarms.get(project, swarm))?.url : undefined
-    let script: string
     try {
-      script = sbatchScript(config, submissionOf(name, refs, url))
+      return { script: sbatchScript(config, submissionOf(name, refs, url)) }
     } catch (error) {
       if (error instanceof UnsafeValueError) return { refused: error.message }
       throw error
     }
-    return submitResult(await run(submitOrAdoptCommand(name, outputDirOf(config), { firstTry }), script))
   }
 
   return {
@@ -205,39 +205,56 @@ export function SlurmBackend(
         if (sub) bySubmission.set(sub.name, [...(bySubmission.get(sub.name) ?? []), ref])
       }
       const result: Required<LaunchResult> = { launched: [], failed: [], deferred: [] }
-      let unreachable: string | undefined
+      const ready: (BatchSubmission & { refs: TaskRef[] })[] = []
       for (const [name, refs] of bySubmission) {
+        const checked = await scriptOf(name, refs)
+        if ("refused" in checked) {
+          for (const ref of refs) result.failed.push({ ref, message: checked.refused })
+          continue
+        }
+        const firstTry = refs.every((ref) =>
+          request.firstTry?.has(ref.task.data.attempts.at(-1)?.attemptUid ?? ""),
+        )
+        ready.push({ name, firstTry, script: checked.script, refs })
+      }
+      // A batch of submissions per exec: one round trip to the login node for many jobs.
+      let unreachable: string | undefined
+      for (let start = 0; start < ready.length; start += SubmitBatchSize) {
+        const batch = ready.slice(start, start + SubmitBatchSize)
         // Past the pass's lease another pass may submit these too: leave them to it (it adopts what
         // this one did submit).
         if (!unreachable && request.deadline !== undefined && runtime.clock.now() >= request.deadline)
           unreachable = "the pass's lease ran out before this was submitted; the next pass submits it"
-        if (unreachable) {
-          for (const ref of refs) result.deferred.push({ ref, message: unreachable })
-          continue
-        }
-        let outcome: Awaited<ReturnType<typeof submit>>
-        try {
-          const firstTry = refs.every((ref) =>
-            request.firstTry?.has(ref.task.data.attempts.at(-1)?.attemptUid ?? ""),
-          )
-          outcome = await submit(name, refs, firstTry)
-        } catch (error) {
-          if (!(error instanceof BackendError || error instanceof VisibleError)) throw error
-          unreachable = error.message
-          for (const ref of refs) result.deferred.push({ ref, message: unreachable })
-          continue
-        }
-        if ("refused" in outcome) {
-          for (const ref of refs) result.failed.push({ ref, message: outcome.refused })
-          continue
-        }
-        if (outcome.adopted)
-          runtime.logger.info(
-            `${project} slurm ${backendId}: adopted job ${outcome.jobId} (${name}) from an earlier submit`,
-          )
-        for (const ref of refs) {
-          const index = parseSubmission(ref.task.data.attempts.at(-1)!.submission)!.index
-          result.launched.push({ ref, target: `${outcome.jobId}_${index}` })
+        let outputs: ReturnType<typeof parseSubmitBatch> | undefined
+        if (!unreachable)
+          try {
+            outputs = parseSubmitBatch((await run(submitBatchCommand(batch, outputDirOf(config)))).stdout)
+          } catch (error) {
+            if (!(error instanceof BackendError || error instanceof VisibleError)) throw error
+            unreachable = error.message
+          }
+        for (const [i, submission] of batch.entries()) {
+          const out = outputs?.get(i)
+          if (!out) {
+            // Cut off before its turn (or after: the next try adopts what it submitted).
+            const message =
+              unreachable ?? "the login node's answer ended before this submission; the next pass tries again"
+            for (const ref of submission.refs) result.deferred.push({ ref, message })
+            continue
+          }
+          const outcome = submitResult(out)
+          if ("refused" in outcome) {
+            for (const ref of submission.refs) result.failed.push({ ref, message: outcome.refused })
+            continue
+          }
+          if (outcome.adopted)
+            runtime.logger.info(
+              `${project} slurm ${backendId}: adopted job ${outcome.jobId} (${submission.name}) from an earlier submit`,
+            )
+          for (const ref of submission.refs) {
+            const index = parseSubmission(ref.task.data.attempts.at(-1)!.submission)!.index
+            result.launched.push({ ref, target: `${outcome.jobId}_${index}` })
+          }
         }
       }
       return result

@@ -17,7 +17,13 @@ import type { BackendConfigOf } from "../../model/backend"
 import { oneLine, programText } from "../../model/slurm-grammar"
 import { type Swarm, SwarmSpec } from "../../model/swarm"
 import { logsCommand } from "./logs"
-import { cancelCommand, reconcileCommand, submitOrAdoptCommand } from "./remote"
+import {
+  cancelCommand,
+  parseSubmitBatch,
+  reconcileCommand,
+  submitBatchCommand,
+  submitOrAdoptCommand,
+} from "./remote"
 import { outputDirOf, type Submission, sbatchScript, UnsafeValueError } from "./script"
 import { probeCommand, replicaScript, routerScript, SlurmServing } from "./serving"
 import { slurmConfig } from "./testing"
@@ -646,6 +652,30 @@ describe("login-node commands", () => {
           ).toEqual([`--name=${n}`])
           expect(callsOf("sacct")[0], n).toContain(`--name=${n}`)
           expect(readFileSync(join(spyDir, "sbatch.stdin"), "utf8")).toBe(script)
+        }),
+        runs(30),
+      )
+    },
+    shellTimeout,
+  )
+
+  test(
+    "a batch of submissions: hostile names and script lines stay data, each script reaches sbatch whole",
+    () => {
+      fc.assert(
+        fc.property(shell, name, dir, storedHostile, (sh, n, d, line) => {
+          // A script line may be anything a stored value holds: the here-document is quoted.
+          const script = `#!/bin/bash\necho ${n.length}\n${line}\n`
+          const out = run(
+            sh,
+            submitBatchCommand([{ name: n, firstTry: false, script }], d, "SWARMPLANE_EOF_9f"),
+          )
+          expect(
+            callsOf("squeue").map((a) => a.find((w) => w.startsWith("--name="))),
+            n,
+          ).toEqual([`--name=${n}`])
+          expect(readFileSync(join(spyDir, "sbatch.stdin"), "utf8")).toBe(script)
+          expect(parseSubmitBatch(out).get(0)?.code, n).toBe(0)
         }),
         runs(30),
       )

@@ -1,14 +1,16 @@
 import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, test } from "vitest"
 import {
   parseProgressSection,
+  parseSubmitBatch,
   progressOf,
   reconcileCommand,
   Section,
   sections,
+  submitBatchCommand,
   submitOrAdoptCommand,
 } from "./remote"
 
@@ -96,5 +98,81 @@ describe("submit or adopt", () => {
   test("jobcomp's log ignores --name: other submissions in it are never adopted, a new one is submitted", () => {
     expect(run({ sacctC: `${header}1|sp-s-other|COMPLETED|0:0|x\n2|wrap|COMPLETED|0:0|x\n` })).toBe("99")
     expect(run({})).toBe("99")
+  })
+})
+
+describe("a batch of submissions in one exec", () => {
+  /**
+   * Fake Slurm tools: squeue lists `sp-s-old` as job 41; sbatch keeps each script it is given, refuses
+   * one that asks for partition `nope` (on stderr, exit 1), warns on stderr and answers the next id.
+   */
+  const run = (submissions: Parameters<typeof submitBatchCommand>[0], delimiter = "SWARMPLANE_EOF_1a2b") => {
+    const dir = mkdtempSync(join(tmpdir(), "swarmplane-batch-"))
+    const tool = (name: string, body: string) => {
+      writeFileSync(join(dir, name), `#!/bin/sh\n${body}\n`)
+      execFileSync("chmod", ["+x", join(dir, name)])
+    }
+    tool("squeue", `case "$*" in *--name=sp-s-old*) echo 41 ;; esac`)
+    tool("sacct", "echo 'JobID|JobName|State|ExitCode|End'")
+    tool(
+      "sbatch",
+      [
+        `n=$(($(cat ${dir}/count 2>/dev/null || echo 100) + 1)); echo $n > ${dir}/count`,
+        `cat > ${dir}/script-$n`,
+        `if grep -q 'partition=nope' ${dir}/script-$n; then echo 'sbatch: error: invalid partition specified: nope' >&2; exit 1; fi`,
+        `echo 'sbatch: warning: a warning on stderr' >&2`,
+        "echo $n",
+      ].join("\n"),
+    )
+    const stdout = execFileSync("sh", ["-c", submitBatchCommand(submissions, join(dir, "out"), delimiter)], {
+      encoding: "utf8",
+      env: { PATH: `${dir}:${process.env.PATH}` },
+    })
+    const scripts = (n: number) => readFileSync(join(dir, `script-${n}`), "utf8")
+    return { results: parseSubmitBatch(stdout), scripts }
+  }
+
+  test("each submission gets its own id, refusal or adoption, and sbatch gets each script as written", () => {
+    const tricky = "#!/bin/bash\n#SBATCH --job-name=sp-s-a\necho \"$HOME\" '$(id)' `date` \\\nEOF\n"
+    const { results, scripts } = run([
+      { name: "sp-s-a", firstTry: true, script: tricky },
+      { name: "sp-s-b", firstTry: true, script: "#!/bin/bash\n#SBATCH --partition=nope\ntrue\n" },
+      { name: "sp-s-old", firstTry: false, script: "#!/bin/bash\ntrue\n" },
+      { name: "sp-s-c", firstTry: false, script: "#!/bin/bash\ntrue" },
+    ])
+    expect(results.get(0)).toEqual({ code: 0, stdout: "101", stderr: "sbatch: warning: a warning on stderr" })
+    expect(scripts(101)).toBe(tricky)
+    expect(results.get(1)).toMatchObject({
+      code: 1,
+      stderr: "sbatch: error: invalid partition specified: nope",
+    })
+    expect(results.get(2)).toMatchObject({ code: 0, stdout: "adopted 41" })
+    expect(results.get(3)).toMatchObject({ code: 0, stdout: "103" })
+    expect(scripts(103)).toBe("#!/bin/bash\ntrue\n")
+  })
+
+  test("a script holding the delimiter line is refused before anything runs", () => {
+    expect(() =>
+      submitBatchCommand(
+        [{ name: "x", firstTry: true, script: "a\nSWARMPLANE_EOF_1\nb" }],
+        "/o",
+        "SWARMPLANE_EOF_1",
+      ),
+    ).toThrow(/delimiter/)
+  })
+
+  test("output cut off mid-batch gives the submissions that finished, not the others", () => {
+    const out = [
+      "@@swarmplane:submit:begin:0",
+      "7",
+      "@@swarmplane:submit:stderr:0",
+      "",
+      "@@swarmplane:submit:exit:0:0",
+      "@@swarmplane:submit:begin:1",
+      "8",
+    ].join("\n")
+    const results = parseSubmitBatch(out)
+    expect([...results.keys()]).toEqual([0])
+    expect(results.get(0)).toEqual({ code: 0, stdout: "7", stderr: "" })
   })
 })

@@ -4,6 +4,7 @@
  * user's jobs, `scontrol show job` for swarmplane's arrays that have finished (squeue has no exit
  * codes), and `sacct -c` for submissions that have left the queue entirely.
  */
+import { randomBytes } from "node:crypto"
 import type { Attempt } from "../../model/job"
 import { fileSafe, progressCounters } from "../../model/progress"
 import { SACCT_COMPLETION_FIELDS, SINFO_FORMAT, SINFO_NODE_FORMAT, SQUEUE_FORMAT } from "./parse"
@@ -102,6 +103,89 @@ export function submitOrAdoptCommand(
     `if [ -n "$existing" ]; then cat >/dev/null; echo "adopted $existing"; exit 0; fi`,
     `mkdir -p ${sh(outputDir)} && sbatch --parsable`,
   ].join("\n")
+}
+
+/** One submission of a batch: its job name, whether it was placed this pass, and its script. */
+export interface BatchSubmission {
+  name: string
+  firstTry: boolean
+  script: string
+}
+
+/** Marks between the submissions of a batch's output. */
+const BatchMark = "@@swarmplane:submit"
+
+/**
+ * Several submit-or-adopts in one exec: each in a subshell (an adopt `exit`s), its script a quoted
+ * here-document (nothing in it is expanded), its stdout, stderr and exit code printed between marks
+ * (`parseSubmitBatch`). `delimiter` ends each here-document: a line no script contains (by default
+ * a random one, drawn again while a script holds it).
+ */
+export function submitBatchCommand(
+  submissions: BatchSubmission[],
+  outputDir: string,
+  delimiter = freshDelimiter(submissions.map((s) => s.script)),
+): string {
+  if (!/^[A-Za-z0-9_]+$/.test(delimiter)) throw new Error(`bad here-document delimiter ${delimiter}`)
+  const lines = ["e=$(mktemp) || exit 1", `trap 'rm -f "$e"' EXIT`]
+  for (const [i, s] of submissions.entries()) {
+    if (s.script.split("\n").includes(delimiter))
+      throw new Error(`the script of ${s.name} contains the here-document delimiter`)
+    lines.push(
+      `echo ${BatchMark}:begin:${i}`,
+      `( ${submitOrAdoptCommand(s.name, outputDir, { firstTry: s.firstTry })}\n) 2>"$e" <<'${delimiter}'`,
+      s.script.endsWith("\n") ? s.script.slice(0, -1) : s.script,
+      delimiter,
+      `c=$?`,
+      `echo ${BatchMark}:stderr:${i}`,
+      `head -c 4096 "$e"`,
+      `echo`,
+      `echo ${BatchMark}:exit:${i}:$c`,
+    )
+  }
+  lines.push("true")
+  return lines.join("\n")
+}
+
+function freshDelimiter(scripts: string[]): string {
+  for (;;) {
+    const delimiter = `SWARMPLANE_EOF_${randomBytes(8).toString("hex")}`
+    if (!scripts.some((script) => script.split("\n").includes(delimiter))) return delimiter
+  }
+}
+
+/** Each submission's stdout, stderr and exit code from a batch's output; one cut off is missing. */
+export function parseSubmitBatch(
+  stdout: string,
+): Map<number, { code: number; stdout: string; stderr: string }> {
+  const out = new Map<number, { code: number; stdout: string; stderr: string }>()
+  let index: number | undefined
+  let part: "stdout" | "stderr" = "stdout"
+  let text = { stdout: [] as string[], stderr: [] as string[] }
+  for (const line of stdout.split("\n")) {
+    const mark = line.startsWith(BatchMark)
+      ? /^@@swarmplane:submit:(begin|stderr|exit):(\d+)(?::(\d+))?$/.exec(line)
+      : null
+    if (!mark) {
+      if (index !== undefined) text[part].push(line)
+      continue
+    }
+    const i = Number(mark[2])
+    if (mark[1] === "begin") {
+      index = i
+      part = "stdout"
+      text = { stdout: [], stderr: [] }
+    } else if (mark[1] === "stderr" && i === index) part = "stderr"
+    else if (mark[1] === "exit" && i === index) {
+      out.set(i, {
+        code: Number(mark[3] ?? 1),
+        stdout: text.stdout.join("\n"),
+        stderr: text.stderr.join("\n").trim(),
+      })
+      index = undefined
+    }
+  }
+  return out
 }
 
 /** Cancel, then make sure: scancel exits 0 for unknown ids, so what is still queued or running is listed. */
