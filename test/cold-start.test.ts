@@ -1,17 +1,21 @@
 /**
  * What the cold-start work promises, pinned without timing anything: bundled with the deploy's settings
  * (infra/bundle.ts, mapped to esbuild as SST does), a Lambda loads at import neither ssh2 nor the SSM
- * client nor the dashboard's files (they sit in chunks behind a dynamic `import()`); ssh2 still runs
- * from such a bundle without its native add-ons; and the OpenAPI document is built on the first request
- * for it, once, whole.
+ * client nor the dashboard's files nor the `/v1` route groups (they sit in chunks behind a dynamic
+ * `import()`); the bundled API answers in a fresh process, its route groups and zod's OpenAPI extension
+ * in place when a request needs them; ssh2 still runs from such a bundle without its native add-ons; and
+ * the OpenAPI document is built on the first request for it, once, whole.
  */
+import { execFile } from "node:child_process"
 import { generateKeyPairSync } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, relative, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
+import { promisify } from "node:util"
 import { build, type Metafile } from "esbuild"
 import { afterAll, describe, expect, test, vi } from "vitest"
+import { buildHandler, handlerEnv } from "../bench/cold-start"
 import { allInputs, eagerInputs, entryOutput, fromPackage } from "../bench/cold-start/metafile"
 import { sstEsbuildOptions } from "../bench/cold-start/sst-esbuild"
 import { bundleSettings } from "../infra/bundle"
@@ -52,9 +56,62 @@ describe("Lambda bundles with the deploy's settings", () => {
       inputs.filter((i) => /backends\/(workers|slurm|lepton|eks)\/backend\.ts$/.test(i)).sort()
     expect(backendFiles(api.eager)).toEqual([])
     expect(backendFiles(api.all)).toHaveLength(4)
+    // So is each /v1 route group, and the backend config schemas (model/backend.ts).
+    const lazy = (inputs: string[]) =>
+      inputs.filter((i) => /api\/routes\/[\w-]+\.ts$|model\/backend\.ts$/.test(i)).sort()
+    expect(lazy(api.eager)).toEqual([])
+    expect(lazy(api.all)).toHaveLength(7)
     // What a request needs is there at import.
     for (const pkg of ["@aws-sdk/client-dynamodb", "@aws-sdk/client-sqs", "hono"])
       expect(fromPackage(api.eager, pkg), pkg).toBe(true)
+  })
+
+  test("the bundled API answers /health, loads a route group on its first request, and serves the whole OpenAPI document", {
+    timeout: 90_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "swarmplane-api-bundle-"))
+    dirs.push(dir)
+    const built = await buildHandler(join(root, "functions/api.ts"), bundleSettings, join(dir, "api"))
+    // A fresh process, as Lambda starts one: each request as the Function URL sends it.
+    const script = `
+      const { handler } = await import(process.argv[1])
+      const event = (path) => ({ version: "2.0", routeKey: "$default", rawPath: path, rawQueryString: "",
+        headers: { host: "abc.lambda-url.us-east-1.on.aws" },
+        requestContext: { accountId: "anonymous", apiId: "abc", domainName: "abc.lambda-url.us-east-1.on.aws",
+          domainPrefix: "abc", http: { method: "GET", path, protocol: "HTTP/1.1", sourceIp: "203.0.113.9",
+          userAgent: "test" }, requestId: "r", routeKey: "$default", stage: "$default", time: "x", timeEpoch: 1 },
+        isBase64Encoded: false })
+      const out = []
+      for (const path of ["/health", "/v1/jobs", "/v1/swarms/x", "/openapi.json"]) {
+        const res = await handler(event(path), { awsRequestId: "r", getRemainingTimeInMillis: () => 30000 })
+        out.push({ path, status: res.statusCode, body: JSON.parse(res.body) })
+      }
+      process.stdout.write(JSON.stringify(out))
+    `
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--input-type=module", "-e", script, built.file],
+      {
+        env: { PATH: process.env.PATH ?? "", ...handlerEnv },
+      },
+    )
+    type Answer = { path: string; status: number; body: { paths?: Record<string, unknown> } }
+    const [health, jobs, swarm, doc] = JSON.parse(stdout) as Answer[]
+    expect(health).toMatchObject({ status: 200, body: { status: "ok" } })
+    // Without a key: the group's routes are there, and authentication answers.
+    expect(jobs).toMatchObject({ status: 401, body: { error: { code: "auth.unauthorized" } } })
+    expect(swarm).toMatchObject({ status: 401 })
+    expect(doc!.status).toBe(200)
+    expect(Object.keys(doc!.body.paths ?? {})).toEqual(
+      expect.arrayContaining([
+        "/health",
+        "/v1/jobs",
+        "/v1/backends",
+        "/v1/swarms/{name}",
+        "/v1/workers/register",
+        "/v1/me",
+      ]),
+    )
   })
 
   test("the reconcile tick loads neither ssh2 nor the SSM client at import", {

@@ -17,14 +17,8 @@ import { dashboardRoutes } from "./dashboard/routes"
 import { errorBody, onError } from "./errors"
 import { idempotency } from "./idempotency"
 import { fieldIssues } from "./issues"
-import { jsonResponse } from "./openapi-helpers"
+import { type App, jsonResponse } from "./openapi-helpers"
 import { rateLimit } from "./rate-limit"
-import { backendRoutes } from "./routes/backends"
-import { jobLogsRoutes } from "./routes/job-logs"
-import { jobRoutes } from "./routes/jobs"
-import { projectRoutes } from "./routes/projects"
-import { swarmRoutes } from "./routes/swarms"
-import { workerRoutes } from "./routes/workers"
 
 const targetPrefix: Record<string, string | undefined> = {
   json: undefined,
@@ -33,7 +27,43 @@ const targetPrefix: Record<string, string | undefined> = {
   header: "header",
 }
 
+/**
+ * The `/v1` route groups, each registered on the first request under its paths (or for the OpenAPI
+ * document): a cold start pays for the schemas and handlers of the group it serves, not for all six.
+ */
+const routeGroups: { paths: RegExp; load: () => Promise<((app: App, deps: ApiDeps) => void)[]> }[] = [
+  {
+    paths: /^\/v1\/(projects|me)(\/|$)/,
+    load: async () => [(await import("./routes/projects")).projectRoutes],
+  },
+  {
+    paths: /^\/v1\/backends(\/|$)/,
+    load: async () => [(await import("./routes/backends")).backendRoutes],
+  },
+  { paths: /^\/v1\/swarms(\/|$)/, load: async () => [(await import("./routes/swarms")).swarmRoutes] },
+  {
+    paths: /^\/v1\/jobs(\/|$)/,
+    load: async () => {
+      const [jobs, logs] = await Promise.all([import("./routes/jobs"), import("./routes/job-logs")])
+      return [jobs.jobRoutes, logs.jobLogsRoutes]
+    },
+  },
+  {
+    paths: /^\/v1\/workers(\/|$)/,
+    load: async () => [(await import("./routes/workers")).workerRoutes],
+  },
+]
+
 /** Paths of every own `__proto__` key in a parsed JSON value (at most a few, and bounded depth). */
+/** The request's execution context where the platform gives one (Hono throws on reading a missing one). */
+function executionContextOf(c: { executionCtx: unknown }) {
+  try {
+    return c.executionCtx as Parameters<App["fetch"]>[2]
+  } catch {
+    return undefined
+  }
+}
+
 export function protoKeys(value: unknown, path = "", depth = 0, out: string[] = []): string[] {
   if (depth > 32 || out.length >= 5 || value === null || typeof value !== "object") return out
   for (const [key, child] of Object.entries(value)) {
@@ -56,6 +86,33 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     },
   })
   app.onError(onError(deps.logger))
+
+  // First of all: a request under a group not yet registered registers it, then goes through the
+  // app again from the start (its body is unread), now matching the group's routes.
+  const loading = new Map<(typeof routeGroups)[number], Promise<void>>()
+  const registered = new Set<(typeof routeGroups)[number]>()
+  const register = (group: (typeof routeGroups)[number]) => {
+    let done = loading.get(group)
+    if (!done) {
+      done = group.load().then((adds) => {
+        for (const add of adds) add(app, deps)
+        registered.add(group)
+      })
+      loading.set(group, done)
+      // A failed import is tried again by the next request.
+      done.catch(() => loading.delete(group))
+    }
+    return done
+  }
+  const registerAll = () => Promise.all(routeGroups.map(register))
+  app.use("/v1/*", async (c, next) => {
+    // Routes are matched before this runs, with nothing awaited in between: a group registered by
+    // then is in this request's match.
+    const group = routeGroups.find((g) => g.paths.test(c.req.path))
+    if (!group || registered.has(group)) return next()
+    await register(group)
+    return app.fetch(c.req.raw, c.env, executionContextOf(c))
+  })
   app.notFound((c) =>
     c.json(errorBody("route.not_found", `no route ${c.req.method} ${c.req.path}; see /docs`), 404),
   )
@@ -125,12 +182,6 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
     (c) => c.json({ status: "ok" as const, version: deps.version, time: iso(deps.clock.now()) }, 200),
   )
 
-  projectRoutes(app, deps)
-  backendRoutes(app, deps)
-  swarmRoutes(app, deps)
-  jobRoutes(app, deps)
-  jobLogsRoutes(app, deps)
-  workerRoutes(app, deps)
   dashboardRoutes(app)
 
   const documentConfig = {
@@ -145,12 +196,16 @@ export function createApp(deps: ApiDeps): OpenAPIHono<ApiEnv> {
   // Generated on the first request that needs it, then kept: the routes do not change after this
   // function returns, and a cold start that never serves the document never pays for it.
   let document: Record<string, unknown> | undefined
-  const openApiDocument = () =>
-    (document ??= app.getOpenAPI31Document(documentConfig) as unknown as Record<string, unknown>)
-  app.get("/openapi.json", (c) => c.json(openApiDocument()))
+  const openApiDocument = async () => {
+    if (document) return document
+    await registerAll()
+    document ??= app.getOpenAPI31Document(documentConfig) as unknown as Record<string, unknown>
+    return document
+  }
+  app.get("/openapi.json", async (c) => c.json(await openApiDocument()))
   app.get("/docs", async (c) => {
     const { renderDocs } = await import("./docs-page")
-    return c.html(renderDocs(openApiDocument()))
+    return c.html(renderDocs(await openApiDocument()))
   })
   return app
 }

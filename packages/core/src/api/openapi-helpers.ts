@@ -1,6 +1,7 @@
 /** Small helpers for route definitions: JSON bodies, standard error responses, the security scheme. */
-import { type OpenAPIHono, z } from "@hono/zod-openapi"
+import type { OpenAPIHono } from "@hono/zod-openapi"
 import { ErrorBody } from "../model/api"
+import { z } from "../model/zod"
 import type { ApiEnv } from "./context"
 
 export type App = OpenAPIHono<ApiEnv>

@@ -11,7 +11,7 @@
  */
 import { createHash } from "node:crypto"
 import type { MiddlewareHandler } from "hono"
-import { WorkerCredentialHeader } from "../model/worker"
+import { WorkerCredentialHeader } from "../model/worker-credential"
 import type { Clock } from "../util/clock"
 import { type ApiDeps, type ApiEnv, DefaultRateLimit, type RateLimitOptions } from "./context"
 import { errorBody } from "./errors"

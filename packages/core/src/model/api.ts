@@ -1,5 +1,5 @@
 /** Shapes shared by every API response: the error body, health, and paged lists. */
-import { z } from "@hono/zod-openapi"
+import { z } from "./zod"
 
 export const ErrorBody = z
   .object({

@@ -3,7 +3,8 @@
  * member per platform with the fields a user of that platform needs. Secrets are never stored in a
  * config: a config names a secret (`sshKeySecret`, `tokenSecret`) that the deployment resolves.
  */
-import { z } from "@hono/zod-openapi"
+
+import { kindOfType } from "./backend-kinds"
 import { Attributes, bytesAtMost, Name, notReserved, Resources, Text, Timestamp } from "./common"
 import { Limits } from "./limits"
 import {
@@ -19,6 +20,7 @@ import {
   sbatchOptionName,
 } from "./slurm-grammar"
 import { BackendKind, type BackendKinds } from "./states"
+import { z } from "./zod"
 
 /** The name of a secret held by the deployment (SST secret / SSM parameter / local file), never its value. */
 const SecretName = z
@@ -450,13 +452,10 @@ export const BackendConfig = z
 export type BackendConfig = z.infer<typeof BackendConfig>
 export type BackendConfigOf<T extends BackendConfig["type"]> = Extract<BackendConfig, { type: T }>
 
-/** Which kind each type is: `workers` runs swarmplane's scheduler; the others delegate placement. */
-export const kindOfType = {
-  slurm: "delegated",
-  lepton: "delegated",
-  eks: "delegated",
-  workers: "worker-daemon",
-} as const satisfies Record<BackendConfig["type"], (typeof BackendKinds)[number]>
+export { kindOfType } from "./backend-kinds"
+
+// Every type has its kind.
+kindOfType satisfies Record<BackendConfig["type"], (typeof BackendKinds)[number]>
 
 export const CreateBackendRequest = z
   .object({

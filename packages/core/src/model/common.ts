@@ -3,9 +3,10 @@
  * constraints. Every field carries a `.describe()` text (the config reference is generated from them;
  * a test fails on a field without one) and a bound from `limits.ts`.
  */
-import { z } from "@hono/zod-openapi"
+
 import { Limits } from "./limits"
 import { oneLine, programText, SlurmGrammarText } from "./slurm-grammar"
+import { z } from "./zod"
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 

@@ -1,6 +1,7 @@
 /** Events: every state change, written beside the object it is about, read by describe/events/dashboard. */
-import { z } from "@hono/zod-openapi"
+
 import { Timestamp } from "./common"
+import { z } from "./zod"
 
 export const EntityKinds = ["job", "task", "swarm", "worker", "backend"] as const
 

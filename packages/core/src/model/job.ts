@@ -3,7 +3,7 @@
  * an `attemptUid` minted and persisted before anything is submitted. Job status is derived from the
  * tasks (rules/job-status.ts).
  */
-import { z } from "@hono/zod-openapi"
+
 import {
   bytesAtMost,
   Command,
@@ -19,6 +19,7 @@ import {
 import { Limits } from "./limits"
 import { programText, SlurmGrammarText } from "./slurm-grammar"
 import { AttemptState, BackendType, JobStatus, Priority, TaskState } from "./states"
+import { z } from "./zod"
 
 /** A word of the batch runner's command line: text a program can receive as it is. */
 const RunnerArg = (min: number, max: number) =>

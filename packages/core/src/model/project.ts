@@ -1,7 +1,8 @@
 /** Projects (tenants) and their API keys. Keys are shown once at creation and stored only as a hash. */
-import { z } from "@hono/zod-openapi"
+
 import { Name, Text, Timestamp } from "./common"
 import { Role } from "./states"
+import { z } from "./zod"
 
 export const Project = z
   .object({

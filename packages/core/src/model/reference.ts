@@ -3,10 +3,11 @@
  * validates with, so the document cannot drift from the code: a test compares the committed file with
  * a fresh rendering.
  */
-import { z } from "@hono/zod-openapi"
+
 import { EksBackendConfig, LeptonBackendConfig, SlurmBackendConfig, WorkersBackendConfig } from "./backend"
 import { JobSpec } from "./job"
 import { SwarmSpec } from "./swarm"
+import { z } from "./zod"
 
 type Json = Record<string, unknown>
 
@@ -134,6 +135,7 @@ export function renderConfigReference(): string {
     "| `SWARMPLANE_STAGE` | `dev` | Stage name (set by the infra code). |",
     "| `SWARMPLANE_SECRETS_PREFIX` | `/swarmplane/<stage>/secrets` | SSM path under which backend secrets are read. |",
     "| `SWARMPLANE_OPERATOR_PROJECT` | `default` | Project whose admin keys may create projects. |",
+    "| `SWARMPLANE_LOG_LEVEL` | `info` | `debug`, `info`, `warn`, `error` or `silent`; unset, the function's own log level (`AWS_LAMBDA_LOG_LEVEL`) applies. Each entry is one JSON line (`level`, `message`, `timestamp`, `service` and its fields, secret-looking ones redacted). |",
     "",
   ].join("\n")
 }

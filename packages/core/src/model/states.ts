@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi"
+import { z } from "./zod"
 
 /**
  * The state vocabularies of swarms, jobs, tasks and attempts (DESIGN.md §2), as `as const` tuples with

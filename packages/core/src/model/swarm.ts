@@ -3,7 +3,7 @@
  * user asks for; the swarm read back adds the phase, the endpoint, replica states and the persisted
  * `ServingHandle` (everything a later, different process needs to find the deployment again).
  */
-import { z } from "@hono/zod-openapi"
+
 import { bytesAtMost, Command, Env, Image, Labels, Name, Timestamp } from "./common"
 import { Limits } from "./limits"
 import {
@@ -14,6 +14,8 @@ import {
   SlurmTimePattern,
 } from "./slurm-grammar"
 import { BackendType, SwarmDesired, SwarmPhase } from "./states"
+import { SwarmSpecFields } from "./swarm-fields"
+import { z } from "./zod"
 
 const path = z
   .string()
@@ -263,13 +265,13 @@ export const SwarmGetQuery = z.object({
     .describe("How long to wait, seconds (at most 25)."),
 })
 
-/**
- * A swarm is active (kept in the reconcile index) until it is STOPPED after a delete, or FAILED with
- * nothing deployed (it waits for the user then; an update makes it PENDING and active again). A
- * FAILED swarm that still has a deployment stays, so the reconciler can observe and clean it up.
- */
-export function isSwarmActive(swarm: Pick<Swarm, "phase" | "desired" | "handle">): boolean {
-  if (swarm.phase === "STOPPED" && swarm.desired === "deleted") return false
-  if (swarm.phase === "FAILED" && swarm.desired === "running" && !swarm.handle) return false
-  return true
-}
+export { isSwarmActive } from "./swarm-fields"
+
+// The plain list of spec fields names exactly SwarmSpec's (a field added to one and not the other
+// fails to compile).
+type SpecKey = keyof z.infer<typeof SwarmSpec>
+type Listed = (typeof SwarmSpecFields)[number]
+SwarmSpecFields satisfies readonly SpecKey[]
+export type SwarmSpecFieldsComplete = [SpecKey] extends [Listed] ? true : never
+const _complete: SwarmSpecFieldsComplete = true
+void _complete

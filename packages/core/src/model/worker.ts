@@ -4,10 +4,10 @@
  * plane never has to reach a worker).
  */
 
-import { z } from "@hono/zod-openapi"
 import { Attributes, Command, Env, LineText, Name, Resources, Timestamp } from "./common"
 import { WorkerHealth } from "./states"
 import { WorkerCredentialHeader } from "./worker-credential"
+import { z } from "./zod"
 
 export const RegisterWorkerRequest = z
   .object({

@@ -5,7 +5,8 @@
  */
 
 import type { SwarmPhase } from "../model/states"
-import { type Swarm, SwarmSpec } from "../model/swarm"
+import type { Swarm, SwarmSpec } from "../model/swarm"
+import { SwarmSpecFields } from "../model/swarm-fields"
 
 /** Legal phase transitions. A phase may always stay where it is. */
 export const SwarmTransitions: Record<SwarmPhase, readonly SwarmPhase[]> = {
@@ -73,7 +74,7 @@ export function observe(swarm: Swarm, observation: ServingObservation, nowIso: s
 /** The fields of a swarm that are not its spec: what the control plane knows about it. */
 type SwarmStatus = Omit<Swarm, keyof SwarmSpec>
 
-const specFields = new Set(Object.keys(SwarmSpec.shape))
+const specFields = new Set<string>(SwarmSpecFields)
 
 function statusOf(swarm: Swarm): SwarmStatus {
   return Object.fromEntries(Object.entries(swarm).filter(([key]) => !specFields.has(key))) as SwarmStatus

@@ -1,6 +1,7 @@
 /** Registered backends. All backends of all projects share one partition, so ticks can list them in one query. */
 import { isDeepStrictEqual } from "node:util"
-import { type Backend, type BackendConfig, kindOfType } from "../model/backend"
+import type { Backend, BackendConfig } from "../model/backend"
+import { kindOfType } from "../model/backend-kinds"
 import type { Clock } from "../util/clock"
 import { iso } from "../util/clock"
 import { ConflictError } from "../util/errors"

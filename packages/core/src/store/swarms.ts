@@ -2,7 +2,8 @@
  * Swarms, stored: conditional create and update by version (and fencing token), reads and listing.
  * What a write should contain is decided in `rules/swarm-phase.ts` and applied by `transitions/`.
  */
-import { isSwarmActive, type Swarm } from "../model/swarm"
+import type { Swarm } from "../model/swarm"
+import { isSwarmActive } from "../model/swarm-fields"
 import { NotFoundError } from "../util/errors"
 import { ActiveIndex, Keys, ListIndex } from "./keys"
 import type { NewItem, StateStore, StoredItem } from "./port"

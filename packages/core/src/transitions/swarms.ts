@@ -3,7 +3,8 @@
  * loop observed, each decided by `rules/swarm-phase.ts`, written conditionally and recorded as an event.
  */
 import { isDeepStrictEqual } from "node:util"
-import { type Swarm, SwarmSpec } from "../model/swarm"
+import type { Swarm, SwarmSpec } from "../model/swarm"
+import { SwarmSpecFields } from "../model/swarm-fields"
 import { requestDelete, updateSpec } from "../rules/swarm-phase"
 import type { EventLog } from "../store/events"
 import { ItemExistsError, type StoredItem, VersionConflictError } from "../store/port"
@@ -11,7 +12,7 @@ import type { Swarms } from "../store/swarms"
 import { type Clock, iso } from "../util/clock"
 import { ConflictError, NotFoundError } from "../util/errors"
 
-const specFields = Object.keys(SwarmSpec.shape) as (keyof SwarmSpec)[]
+const specFields: readonly (keyof SwarmSpec)[] = SwarmSpecFields
 
 /** The spec part of a swarm, normalised (no undefined fields), for "did anything change" comparisons. */
 function specOf(swarm: Swarm | SwarmSpec): Partial<SwarmSpec> {

@@ -1,8 +1,9 @@
 /** `/v1/backends`: register (create or replace) and read backends. */
-import { createRoute, z } from "@hono/zod-openapi"
+import { createRoute } from "@hono/zod-openapi"
 import { autoscales, reportsCapacity, reportsHealth } from "../../backends/protocol"
 import { assertAvailable, withBackend } from "../../backends/registry"
 import { Backend, CreateBackendRequest } from "../../model/backend"
+import { z } from "../../model/zod"
 import { NotFoundError, NotSupportedError, VisibleError } from "../../util/errors"
 import { requireRole } from "../auth"
 import { type ApiDeps, enqueue } from "../context"

@@ -3,9 +3,10 @@
  * that can answers in one round trip (one SSH command for a Slurm job's tasks), so `job logs` of a
  * whole job costs one command, not one per task.
  */
-import { createRoute, z } from "@hono/zod-openapi"
+import { createRoute } from "@hono/zod-openapi"
 import { fetchesManyLogs, type TaskRef } from "../../backends/protocol"
 import { withBackend } from "../../backends/registry"
+import { z } from "../../model/zod"
 import { mapLimit } from "../../util/concurrency"
 import { NotFoundError, ValidationError } from "../../util/errors"
 import type { ApiDeps } from "../context"

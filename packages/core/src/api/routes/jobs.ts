@@ -1,10 +1,11 @@
 /** `/v1/jobs`: submit, list, get with tasks and attempts, cancel, events. */
-import { createRoute, z } from "@hono/zod-openapi"
+import { createRoute } from "@hono/zod-openapi"
 import { jobSpecIssues, withBackend } from "../../backends/registry"
 import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
 import { Job, JobDetail, JobListQuery, JobRequest, specOf, Task } from "../../model/job"
+import { z } from "../../model/zod"
 import { countTasks, deriveJobStatus, withPendingReason } from "../../rules/job-status"
 import { InlineCancelTasks } from "../../transitions/jobs"
 import { NotFoundError, ValidationError, VisibleError } from "../../util/errors"

@@ -4,7 +4,7 @@
  * existed and when each stopped; the secret's hash stays with it, so a revoked key is refused by name
  * (401 `auth.key_revoked`) rather than as an unknown one.
  */
-import { createRoute, z } from "@hono/zod-openapi"
+import { createRoute } from "@hono/zod-openapi"
 import {
   ApiKeyInfo,
   Caller,
@@ -14,6 +14,7 @@ import {
   CreateProjectResponse,
   MaxKeyDays,
 } from "../../model/project"
+import { z } from "../../model/zod"
 import { iso } from "../../util/clock"
 import { ForbiddenError, NotFoundError, ValidationError, VisibleError } from "../../util/errors"
 import { requireRole } from "../auth"

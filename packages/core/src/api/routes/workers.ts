@@ -1,5 +1,5 @@
 /** `/v1/workers`: registration and heartbeats of worker agents, and the worker listing. */
-import { createRoute, z } from "@hono/zod-openapi"
+import { createRoute } from "@hono/zod-openapi"
 import { heartbeat } from "../../backends/workers/heartbeat"
 import { holdMs, holdUntilChanged, inStep, MaxHoldS } from "../../backends/workers/held-heartbeat"
 import type { Role } from "../../model/states"
@@ -12,6 +12,7 @@ import {
   Worker,
   WorkerCredentialHeader,
 } from "../../model/worker"
+import { z } from "../../model/zod"
 import { NotFoundError, VisibleError } from "../../util/errors"
 import { roleAllows } from "../auth"
 import { type ApiDeps, enqueue } from "../context"

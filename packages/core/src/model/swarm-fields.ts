@@ -1,0 +1,42 @@
+/**
+ * What the store and the swarm rules need of a swarm without its schemas (`swarm.ts`): the names of
+ * its spec fields and whether it is still active. Plain code, so a cold start that never parses a
+ * swarm does not build them.
+ */
+import type { SwarmDesired, SwarmPhase } from "./states"
+
+/** `SwarmSpec`'s fields (`swarm.ts` checks the two agree). */
+export const SwarmSpecFields = [
+  "name",
+  "model",
+  "replicas",
+  "gpusPerReplica",
+  "cpusPerReplica",
+  "memoryMiBPerReplica",
+  "image",
+  "command",
+  "args",
+  "env",
+  "port",
+  "healthPath",
+  "backendId",
+  "backendType",
+  "serving",
+  "autoscaling",
+  "labels",
+] as const
+
+/**
+ * A swarm is active (kept in the reconcile index) until it is STOPPED after a delete, or FAILED with
+ * nothing deployed (it waits for the user then; an update makes it PENDING and active again). A
+ * FAILED swarm that still has a deployment stays, so the reconciler can observe and clean it up.
+ */
+export function isSwarmActive(swarm: {
+  phase: SwarmPhase
+  desired: SwarmDesired
+  handle?: unknown
+}): boolean {
+  if (swarm.phase === "STOPPED" && swarm.desired === "deleted") return false
+  if (swarm.phase === "FAILED" && swarm.desired === "running" && !swarm.handle) return false
+  return true
+}
