@@ -6,10 +6,10 @@
  *   Resource.State.name, Resource.ScheduleQueue.url, Resource.ApiPepper.value   (SST links)
  *   SWARMPLANE_SECRETS_PREFIX   SSM path of backend secrets (default /swarmplane/<stage>/secrets)
  *   SWARMPLANE_OPERATOR_PROJECT project whose admin keys may create projects (default `default`)
+ *   SWARMPLANE_LOG_LEVEL (or Lambda's AWS_LAMBDA_LOG_LEVEL)  debug, info (default), warn, error, silent
  *   SWARMPLANE_DYNAMODB_ENDPOINT, SWARMPLANE_SQS_ENDPOINT, SWARMPLANE_SSM_ENDPOINT  overrides (tests)
  */
 
-import { Logger as Powertools } from "@aws-lambda-powertools/logger"
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb"
 import { SQSClient } from "@aws-sdk/client-sqs"
 import type { SSMClient } from "@aws-sdk/client-ssm"
@@ -17,18 +17,8 @@ import { SqsQueue } from "@swarmplane/core/queue/sqs"
 import { createRuntime, type Runtime } from "@swarmplane/core/runtime"
 import { SsmSecrets } from "@swarmplane/core/secrets/ssm"
 import { DynamoStore } from "@swarmplane/core/store/dynamo"
-import { type Logger, redact } from "@swarmplane/core/util/logger"
+import { jsonLogger, parseLogLevel } from "@swarmplane/core/util/logger"
 import { Resource } from "sst"
-
-/** Core's logger port over Powertools' structured JSON logger. */
-function powertoolsLogger(service: string): Logger {
-  const logger = new Powertools({ serviceName: service })
-  const at =
-    (level: "debug" | "info" | "warn" | "error") =>
-    (message: string, fields?: Record<string, unknown>): void =>
-      logger[level]({ message, ...redact(fields) })
-  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") }
-}
 
 let cached: Runtime | undefined
 
@@ -46,7 +36,11 @@ export function runtime(env: NodeJS.ProcessEnv = process.env): Runtime {
   cached = createRuntime({
     store: DynamoStore({ client: dynamo, tableName: Resource.State.name }),
     queue: SqsQueue({ client: sqs, queueUrl: Resource.ScheduleQueue.url }),
-    logger: powertoolsLogger("swarmplane"),
+    logger: jsonLogger({
+      service: "swarmplane",
+      // Ours, else the function's own log-level setting (Lambda's advanced logging controls).
+      level: parseLogLevel(env.SWARMPLANE_LOG_LEVEL) ?? parseLogLevel(env.AWS_LAMBDA_LOG_LEVEL),
+    }),
     pepper: Resource.ApiPepper.value,
     secrets: SsmSecrets({
       client: ssm,

@@ -43,7 +43,7 @@ beforeAll(async () => {
     SST_RESOURCE_ApiPepper: JSON.stringify({ value: "pepper-for-tests", type: "sst.sst.Secret" }),
     SWARMPLANE_DYNAMODB_ENDPOINT: dynalite.endpoint,
     SWARMPLANE_SQS_ENDPOINT: fauxqs.endpoint,
-    POWERTOOLS_LOG_LEVEL: "SILENT",
+    SWARMPLANE_LOG_LEVEL: "silent",
   })
   // Bootstrap the operator project as `npm start` would, through the same table and pepper.
   const rt = createRuntime({

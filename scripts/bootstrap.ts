@@ -10,7 +10,7 @@ import { bootstrapOperator } from "@swarmplane/core/bootstrap"
 import { runtime } from "../functions/deps"
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true"
-process.env.POWERTOOLS_LOG_LEVEL ??= "WARN"
+process.env.SWARMPLANE_LOG_LEVEL ??= "warn"
 
 const rt = runtime()
 const result = await bootstrapOperator(rt, { newKey: process.argv.includes("--new-key") })
