@@ -4,7 +4,9 @@
  * with the deploy's esbuild settings (`infra/bundle.ts`, mapped to esbuild as SST does), then starts a
  * fresh `node` per run that imports the bundle and answers a Function URL `GET /health`, timed inside
  * the child: import ms, first-request ms, and their sum, the cold start. Runs alternate between the two
- * handlers so load on the machine falls on both alike. Also prints every Lambda's bundle size and
+ * handlers so load on the machine falls on both alike. One more row has the API's first request under
+ * `/v1` (`GET /v1/jobs` without a key: its route group loads, then authentication answers 401), what
+ * a cold start that serves the API costs beyond `/health`. Also prints every Lambda's bundle size and
  * whether ssh2 and the SSM client load at import, are left behind a dynamic `import()`, or are absent.
  *
  * `npm run bench -- cold-start`; `COLD_START_RUNS` sets the runs per handler (default 7).
@@ -76,7 +78,7 @@ export const handlerEnv: Record<string, string> = {
   AWS_ACCESS_KEY_ID: "bench",
   AWS_SECRET_ACCESS_KEY: "bench",
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-  POWERTOOLS_LOG_LEVEL: "SILENT",
+  SWARMPLANE_LOG_LEVEL: "silent",
   SST_RESOURCE_State: JSON.stringify({ name: "bench", type: "sst.aws.Dynamo" }),
   SST_RESOURCE_ScheduleQueue: JSON.stringify({
     url: "https://sqs.us-east-1.amazonaws.com/000000000000/bench",
@@ -124,7 +126,8 @@ const cpu1 = process.cpuUsage()
 const res = await mod.handler(JSON.parse(process.argv[3]), { awsRequestId: "bench", getRemainingTimeInMillis: () => 30000 })
 const answered = performance.now()
 const cpu2 = process.cpuUsage()
-if (res.statusCode !== 200) { console.error("GET /health answered " + res.statusCode + ": " + res.body); process.exit(1) }
+const want = Number(process.argv[4] ?? 200)
+if (res.statusCode !== want) { console.error("the request answered " + res.statusCode + ", not " + want + ": " + res.body); process.exit(1) }
 process.stdout.write(JSON.stringify({
   importMs: imported - started,
   requestMs: answered - imported,
@@ -140,9 +143,26 @@ export interface Sample {
   cpuMs: number
 }
 
-/** One fresh process importing `file` and answering `GET /health`. */
-export async function coldStart(file: string, childFile: string): Promise<Sample> {
-  const { stdout } = await run(process.execPath, [childFile, file, JSON.stringify(healthEvent)], {
+/** A first request other than `GET /health`: its path and the status it must get. */
+export interface FirstRequest {
+  path: string
+  status: number
+}
+
+/** The Function URL event for `GET path`. */
+function getEvent(path: string) {
+  return {
+    ...healthEvent,
+    rawPath: path,
+    requestContext: { ...healthEvent.requestContext, http: { ...healthEvent.requestContext.http, path } },
+  }
+}
+
+/** One fresh process importing `file` and answering `GET /health` (or `request`). */
+export async function coldStart(file: string, childFile: string, request?: FirstRequest): Promise<Sample> {
+  const event = request ? getEvent(request.path) : healthEvent
+  const args = [childFile, file, JSON.stringify(event), String(request?.status ?? 200)]
+  const { stdout } = await run(process.execPath, args, {
     env: { PATH: process.env.PATH ?? "", ...handlerEnv },
     timeout: 60_000,
   })
@@ -181,6 +201,7 @@ export function figures(samples: readonly Sample[]): Figures {
 export interface Candidate {
   entry: string
   settings: NodeBundleSettings
+  request?: FirstRequest
 }
 
 /** Build the named handlers and time `runs` fresh processes of each, interleaved. */
@@ -199,9 +220,11 @@ export async function measure(
       built[name] = await buildHandler(entry, settings, join(dir, name.replace(/\W+/g, "-")))
     const samples: Record<string, Sample[]> = Object.fromEntries(Object.keys(candidates).map((n) => [n, []]))
     // One warm-up each (the disk cache), not counted.
-    for (const b of Object.values(built)) await coldStart(b.file, childFile)
+    const requestOf = (name: string) => candidates[name]!.request
+    for (const [name, b] of Object.entries(built)) await coldStart(b.file, childFile, requestOf(name))
     for (let i = 0; i < runs; i++)
-      for (const [name, b] of Object.entries(built)) samples[name]!.push(await coldStart(b.file, childFile))
+      for (const [name, b] of Object.entries(built))
+        samples[name]!.push(await coldStart(b.file, childFile, requestOf(name)))
     return Object.fromEntries(
       Object.entries(built).map(([name, b]) => [name, { built: b, figures: figures(samples[name]!) }]),
     )
@@ -226,6 +249,13 @@ export async function main(): Promise<void> {
       api: { entry: lambdaEntries.api!, settings: bundleSettings },
       minimal: { entry: minimalEntry, settings: bundleSettings },
       "api, SST defaults": { entry: lambdaEntries.api!, settings: sstDefaults },
+      // A first request under /v1: its route group (here the jobs routes and their schemas) loads
+      // with it; no key, so it ends at authentication without a store call.
+      "api, first GET /v1/jobs (401)": {
+        entry: lambdaEntries.api!,
+        settings: bundleSettings,
+        request: { path: "/v1/jobs", status: 401 },
+      },
     },
     runs,
   )
@@ -235,7 +265,7 @@ export async function main(): Promise<void> {
   const ratio = api.figures.totalMedian / minimal.figures.totalMedian
   const cpuRatio = api.figures.cpuMedian / minimal.figures.cpuMedian
   console.log(
-    `\n## Cold start: API Lambda vs the minimal stack handler (infra/bundle.ts settings; last row: the API with SST's defaults), ${runs} fresh processes each, min / median ms\n`,
+    `\n## Cold start: API Lambda vs the minimal stack handler (infra/bundle.ts settings; then the API with SST's defaults, and the API whose first request is under /v1), ${runs} fresh processes each, min / median ms\n`,
   )
   console.log(
     table(
@@ -283,6 +313,8 @@ export async function main(): Promise<void> {
     sstDefaultsApiBundleKb: Math.round(before.built.bytes / 1024),
     sstDefaultsApiColdStartMsMedian: before.figures.totalMedian,
     sstDefaultsApiCpuMsMedian: before.figures.cpuMedian,
+    v1FirstRequestColdStartMsMedian: results["api, first GET /v1/jobs (401)"]!.figures.totalMedian,
+    v1FirstRequestCpuMsMedian: results["api, first GET /v1/jobs (401)"]!.figures.cpuMedian,
   })
 
   const dir = mkdtempSync(join(tmpdir(), "swarmplane-bundles-"))

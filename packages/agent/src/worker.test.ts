@@ -228,10 +228,12 @@ describe("worker loop", () => {
       10_000,
     )
     const times = cp.heartbeats.map((b) => b.at)
-    const gaps = times.slice(1).map((t, i) => t - (times[i] ?? 0))
-    expect(gaps.length).toBeGreaterThan(2)
-    // Measured on arrival, so allow for jitter in delivery.
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(240)
+    expect(times.length).toBeGreaterThan(3)
+    // Counted over the whole run, not gap by gap: times are taken on arrival, and a busy machine can
+    // deliver one heartbeat late and the next on time (one gap looks short, the one before it long).
+    // At most one heartbeat per 300 ms of the span, give or take one for the ends' delivery.
+    const span = (times.at(-1) ?? 0) - (times[0] ?? 0)
+    expect(times.length - 1).toBeLessThanOrEqual(Math.floor(span / 300) + 1)
   })
 
   it("keeps work running while heartbeats fail, and reports again when they succeed", async () => {
