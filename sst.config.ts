@@ -7,6 +7,8 @@ export default $config({
   app(input) {
     return {
       name: "swarmplane",
+      // Production keeps everything on `sst remove`; other stages keep only the table (its own
+      // `retainOnDelete`, infra/storage.ts).
       removal: input?.stage === "production" ? "retain" : "remove",
       home: "aws",
       // Pinned: unpinned, `sst install` takes whatever @pulumi/aws is latest on npm that day, so
@@ -19,6 +21,7 @@ export default $config({
     await import("./infra/secrets")
     const storage = await import("./infra/storage")
     const queue = await import("./infra/queue")
+    await import("./infra/schedule")
     const api = await import("./infra/api")
     await import("./infra/ticks")
 

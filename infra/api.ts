@@ -9,25 +9,18 @@
  * costs nothing beyond the Lambda invocation, and waits up to the function's own timeout. Put an
  * `sst.aws.Router` in front (`url.router`) when a custom domain is needed.
  *
- * Every function in infra/ pins `runtime: "nodejs22.x"` rather than taking SST's default (24),
- * so an SST upgrade cannot move it, and so it stays the nearest Lambda runtime to the Node 20
- * the project is developed and tested on.
+ * 30 s timeout: an API call is a few store calls; the longest, a cancel of a large job, kills in pages
+ * and leaves the rest to the reconcile pass. 512 MB: Lambda's CPU share grows with memory, and the
+ * cold start measured in `npm run bench -- cold-start` is CPU-bound.
  */
-import { bundleSettings } from "./bundle"
-import { queue } from "./queue"
-import { functionEnvironment, pepper, secretsPermissions } from "./secrets"
-import { table } from "./storage"
+import { functionDefaults } from "./functions"
 
 export const api = new sst.aws.Function("Api", {
+  ...functionDefaults,
   handler: "functions/api.handler",
-  runtime: "nodejs22.x",
-  nodejs: bundleSettings,
   // CORS, if needed at all (the dashboard is same-origin), is the Hono app's job; URL-level
   // CORS on top would send its headers twice.
   url: { cors: false },
-  link: [table, queue, pepper],
   timeout: "30 seconds",
   memory: "512 MB",
-  environment: functionEnvironment,
-  permissions: secretsPermissions,
 })

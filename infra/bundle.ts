@@ -33,3 +33,10 @@ export const bundleSettings = {
     external: ["cpu-features", "*.node"],
   },
 }
+
+/**
+ * The Lambda runtime of every function, pinned rather than SST's default (24) so an SST upgrade cannot
+ * move it, and the nearest Lambda runtime to the Node 20 the project is developed and tested on. The
+ * bundle tests build for it (esbuild's target follows it, as SST's does).
+ */
+export const lambdaRuntime = "nodejs22.x" as const

@@ -1,6 +1,6 @@
 /**
  * Schedule requests: the `ScheduleQueue` that the API enqueues into, its dead-letter queue, and
- * the consumer that runs `functions/schedule.handler` (DESIGN.md §4).
+ * the consumer (`infra/schedule.ts`) runs `functions/schedule.handler` (DESIGN.md §4).
  *
  * Timing contract:
  * - the consumer has `consumerTimeout`; the queue's visibility timeout is six times that (AWS's
@@ -10,11 +10,8 @@
  *   visibility timeout, so `maxReceiveCount` (5) receives take about half an hour before the
  *   message lands in `ScheduleDlq`, where it is kept 14 days for inspection.
  */
-import { bundleSettings } from "./bundle"
-import { functionEnvironment, pepper, secretsPermissions } from "./secrets"
-import { table } from "./storage"
-
-const consumerTimeout = 60
+/** The consumer's timeout, seconds (`infra/schedule.ts`); the queue's visibility timeout is six times it. */
+export const consumerTimeoutS = 60
 
 export const dlq = new sst.aws.Queue("ScheduleDlq", {
   transform: {
@@ -24,21 +21,10 @@ export const dlq = new sst.aws.Queue("ScheduleDlq", {
   },
 })
 
-export const queue = new sst.aws.Queue("ScheduleQueue", {
-  visibilityTimeout: `${consumerTimeout * 6} seconds`,
-  dlq: { queue: dlq.arn, retry: 5 },
-})
+/** Receives before a message moves to the dead-letter queue. */
+export const maxReceiveCount = 5
 
-queue.subscribe(
-  {
-    handler: "functions/schedule.handler",
-    runtime: "nodejs22.x",
-    nodejs: bundleSettings,
-    timeout: `${consumerTimeout} seconds`,
-    memory: "512 MB",
-    link: [table, queue, pepper],
-    environment: functionEnvironment,
-    permissions: secretsPermissions,
-  },
-  { batch: { size: 10, partialResponses: true } },
-)
+export const queue = new sst.aws.Queue("ScheduleQueue", {
+  visibilityTimeout: `${consumerTimeoutS * 6} seconds`,
+  dlq: { queue: dlq.arn, retry: maxReceiveCount },
+})

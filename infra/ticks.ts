@@ -18,37 +18,26 @@
  * Both are linked to the pepper as well because `functions/deps.ts` builds the same
  * dependencies for every handler.
  */
-import { bundleSettings } from "./bundle"
-import { queue } from "./queue"
-import { functionEnvironment, pepper, secretsPermissions } from "./secrets"
-import { table } from "./storage"
+import { functionDefaults } from "./functions"
 
 export const reconcile = new sst.aws.CronV2("Reconcile", {
   schedule: "rate(1 minute)",
   function: {
+    ...functionDefaults,
     handler: "functions/reconcile.handler",
-    runtime: "nodejs22.x",
-    nodejs: bundleSettings,
     timeout: "80 seconds",
     retries: 0,
     memory: "512 MB",
-    link: [table, queue, pepper],
-    environment: functionEnvironment,
-    permissions: secretsPermissions,
   },
 })
 
 export const autoscale = new sst.aws.CronV2("Autoscale", {
   schedule: "rate(1 minute)",
   function: {
+    ...functionDefaults,
     handler: "functions/autoscale.handler",
-    runtime: "nodejs22.x",
-    nodejs: bundleSettings,
     timeout: "2 minutes",
     retries: 0,
     memory: "512 MB",
-    link: [table, queue, pepper],
-    environment: functionEnvironment,
-    permissions: secretsPermissions,
   },
 })

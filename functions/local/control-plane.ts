@@ -209,7 +209,7 @@ async function ensureLocalBackend(rt: Runtime): Promise<void> {
  * Run `body` again and again, `everyMs` after each run ends, or after what the run returns (a loop
  * that paces itself by its cost).
  */
-function every(everyMs: number, body: () => Promise<number | void>, logger: Logger) {
+function every(everyMs: number, body: () => Promise<number | undefined>, logger: Logger) {
   let stopped = false
   let timer: NodeJS.Timeout | undefined
   let running: Promise<void> = Promise.resolve()
@@ -419,12 +419,20 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
             intervalMs: reconcileEvery,
             marginMs: 0,
           })
+          return undefined
         },
         logger,
       ),
     )
     stops.push(
-      every(options.autoscaleEveryMs ?? 2_000, async () => void (await autoscaleTick(runtime)), logger),
+      every(
+        options.autoscaleEveryMs ?? 2_000,
+        async () => {
+          await autoscaleTick(runtime)
+          return undefined
+        },
+        logger,
+      ),
     )
 
     return { url, store: kind, adminKey, adminKeyCreated, runtime, stop: stopAll }

@@ -38,15 +38,12 @@ import {
   type StoredItem,
   VersionConflictError,
 } from "./port"
+import { Indexes, KeyAttributes, TableKey, TTL_ATTRIBUTE } from "./table-layout"
 
-/** GSI name and key attributes of each index of the port. */
-export const Indexes = {
-  active: { name: "gsi1", pk: "gsi1pk", sk: "gsi1sk" },
-  list: { name: "gsi2", pk: "gsi2pk", sk: "gsi2sk" },
-} as const satisfies Record<IndexName, { name: string; pk: string; sk: string }>
+export { Indexes, TTL_ATTRIBUTE } from "./table-layout"
 
-/** The attribute DynamoDB's TTL reads (epoch seconds). */
-export const TTL_ATTRIBUTE = "ttl"
+// The layout has an index for every index of the port.
+Indexes satisfies Record<IndexName, { name: string; pk: string; sk: string }>
 
 export interface DynamoStoreOptions {
   client: DynamoDBClient
@@ -444,13 +441,13 @@ export function tableDefinition(tableName: string): CreateTableCommandInput {
   return {
     TableName: tableName,
     BillingMode: "PAY_PER_REQUEST",
-    AttributeDefinitions: ["pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"].map((AttributeName) => ({
+    AttributeDefinitions: KeyAttributes.map((AttributeName) => ({
       AttributeName,
       AttributeType: "S",
     })),
     KeySchema: [
-      { AttributeName: "pk", KeyType: "HASH" },
-      { AttributeName: "sk", KeyType: "RANGE" },
+      { AttributeName: TableKey.pk, KeyType: "HASH" },
+      { AttributeName: TableKey.sk, KeyType: "RANGE" },
     ],
     GlobalSecondaryIndexes: Object.values(Indexes).map((index) => ({
       IndexName: index.name,
