@@ -14,6 +14,7 @@
  * - `loader`: only file, binary, text, json, base64, dataurl and the source loaders are passed on.
  */
 import type { BuildOptions } from "esbuild"
+import { lambdaRuntime } from "../../infra/bundle"
 
 /** The subset of an SST function's `nodejs` settings that changes the bundle. */
 export interface NodeBundleSettings {
@@ -49,7 +50,8 @@ export function sstEsbuildOptions(
   settings: NodeBundleSettings,
   entry: string,
   outdir: string,
-  runtime = "nodejs22.x",
+  /** The Lambda runtime: by default the one every function in infra/ runs on. */
+  runtime: string = lambdaRuntime,
 ): BuildOptions {
   const esm = settings.format !== "cjs"
   const minify = settings.minify === true
