@@ -9,18 +9,10 @@ import { FencedError } from "../store/port"
 import { FakeClock } from "../util/clock"
 import { memoryLogger } from "../util/logger"
 import { CheckedEveryMs, LeaseTtlMs, reconcilePass } from "./reconcile"
+import { memoryRuntime } from "./testing/runtime"
 
 async function setup() {
-  const clock = new FakeClock()
-  const logger = memoryLogger()
-  const rt = createRuntime({
-    store: MemoryStore(),
-    queue: MemoryQueue({ clock }),
-    clock,
-    logger,
-    pepper: "p",
-    secrets: { get: async () => "" },
-  })
+  const { rt, logger } = memoryRuntime()
   const { backend } = await rt.repos.backends.put("p", "pool", BackendConfig.parse({ type: "workers" }))
   for (let i = 0; i < 3; i++)
     await rt.repos.workers.register("p", {
@@ -210,15 +202,7 @@ test("a steady pass costs the same store calls with 2 running jobs or 40: a job 
   for (const jobs of [2, 40]) {
     const { countingStore } = await import("../store/counting")
     const counter = countingStore(MemoryStore())
-    const clock = new FakeClock()
-    const rt = createRuntime({
-      store: counter.store,
-      queue: MemoryQueue({ clock }),
-      clock,
-      logger: memoryLogger(),
-      pepper: "p",
-      secrets: { get: async () => "" },
-    })
+    const { rt } = memoryRuntime({ store: counter.store })
     await rt.repos.backends.put("p", "pool", BackendConfig.parse({ type: "workers" }))
     await rt.repos.workers.register("p", {
       backendId: "pool",

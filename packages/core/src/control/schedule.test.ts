@@ -1,24 +1,11 @@
 import { expect, test } from "vitest"
 import { BackendConfig } from "../model/backend"
 import { JobSpec } from "../model/job"
-import { MemoryQueue } from "../queue/memory"
-import { createRuntime } from "../runtime"
-import { MemoryStore } from "../store/memory"
-import { FakeClock } from "../util/clock"
-import { memoryLogger } from "../util/logger"
 import { handleScheduleBatch, type ScheduleMessage } from "./schedule"
+import { memoryRuntime } from "./testing/runtime"
 
 async function setup() {
-  const clock = new FakeClock()
-  const logger = memoryLogger()
-  const rt = createRuntime({
-    store: MemoryStore(),
-    queue: MemoryQueue({ clock }),
-    clock,
-    logger,
-    pepper: "p",
-    secrets: { get: async () => "" },
-  })
+  const { rt, logger } = memoryRuntime()
   // Count the passes tried: each asks for the backend's reconcile lease once (a pass that finds it
   // held by another does nothing, but still reads the backend and asks).
   const passes: string[] = []
