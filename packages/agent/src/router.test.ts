@@ -221,6 +221,29 @@ describe("load-aware routing and metrics", () => {
     }
   })
 
+  it("round robin (the benchmark's baseline) takes replicas in turn, busy or not", async () => {
+    const held: (() => void)[] = []
+    const gate = createServer((req, res) => {
+      req.resume()
+      held.push(() => res.end("slow"))
+    })
+    await new Promise<void>((resolve) => gate.listen(0, "127.0.0.1", resolve))
+    const slow = `http://127.0.0.1:${(gate.address() as AddressInfo).port}`
+    const r = createRouter([slow, urlA], { balance: "round-robin" })
+    const url = `http://127.0.0.1:${await r.listen(0)}`
+    try {
+      const answers = Array.from({ length: 4 }, () => fetch(`${url}/v1/models`))
+      // Half went to the held replica though it answered none of them yet.
+      await until(() => held.length === 2)
+      for (const release of held) release()
+      for (const answer of answers) expect((await answer).status).toBe(200)
+    } finally {
+      await r.close()
+      gate.closeAllConnections()
+      gate.close()
+    }
+  })
+
   it("measures each replica: answers by class, completion tokens (reported or counted), latency, in Prometheus text", async () => {
     const r = createRouter([urlB])
     const url = `http://127.0.0.1:${await r.listen(0)}`

@@ -56,6 +56,11 @@ export interface RouterOptions {
   connectTimeoutMs?: number
   /** How long an unreachable upstream is left out of the rotation. Default 10 s. */
   cooldownMs?: number
+  /**
+   * How a request picks its replica: the fewest requests in flight (default), or each in turn
+   * (`round-robin`, what the router did before; kept as the benchmark's baseline).
+   */
+  balance?: "least-outstanding" | "round-robin"
   now?: () => number
 }
 
@@ -65,6 +70,7 @@ const Unreachable = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EHO
 export function createRouter(initial: readonly string[] = [], options: RouterOptions = {}): Router {
   const connectTimeoutMs = options.connectTimeoutMs ?? 3000
   const cooldownMs = options.cooldownMs ?? 10_000
+  const byLoad = options.balance !== "round-robin"
   const now = options.now ?? Date.now
   /** Upstream origin → when it may be tried again. */
   const cooling = new Map<string, number>()
@@ -108,7 +114,11 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
     const pool = warm.length > 0 ? warm : targets
     const start = next++ % pool.length
     const order = pool
-      .map((u, i) => ({ u, load: metrics.inFlight(u.origin), turn: (i - start + pool.length) % pool.length }))
+      .map((u, i) => ({
+        u,
+        load: byLoad ? metrics.inFlight(u.origin) : 0,
+        turn: (i - start + pool.length) % pool.length,
+      }))
       .sort((x, y) => x.load - y.load || x.turn - y.turn)
       .slice(0, 2)
       .map((x) => x.u)
