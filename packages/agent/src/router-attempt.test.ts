@@ -2,6 +2,7 @@ import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { request } from "node:http"
 import { createServer } from "node:net"
+import { ObservedAttempt as ObservedAttemptSchema, RouterBuckets } from "@swarmplane/core/contract"
 import type { DesiredAttempt, ObservedAttempt } from "@swarmplane/core/contract/worker"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import type { AttemptContext } from "./attempt"
@@ -10,6 +11,7 @@ import { silentLogger } from "./logger"
 import { processAlive } from "./process-group"
 import { AgentProgram, resolveArgv } from "./process-runner"
 import { pickableRange, RouterAttempt, RouterProcessCommand, type RouterSupervision } from "./router-attempt"
+import { DurationBuckets } from "./router-metrics"
 import { waitFor } from "./testing/wait"
 
 let echo: EchoServer
@@ -33,7 +35,7 @@ function router(over: Partial<DesiredAttempt> = {}, options: RouterSupervision =
     advertiseHost: "127.0.0.1",
     bindHost: "127.0.0.1",
     onChange: () => {
-      if (attempt) reports.push(attempt.observe().report)
+      if (attempt) reports.push(withoutCounters(attempt.observe().report))
     },
     log: silentLogger,
     stopGraceMs: 2000,
@@ -68,9 +70,15 @@ const chat = (base: string) =>
     req.end(JSON.stringify({ messages: [{ role: "user", content: "hi" }] }))
   })
 
+/** A report without the router's counters, which move with every request (checked on their own). */
+function withoutCounters(report: ObservedAttempt): ObservedAttempt {
+  const { router: _, ...rest } = report
+  return rest
+}
+
 const readyReport = (attempt: RouterAttempt) =>
   waitFor("the router to be ready", () => {
-    const report = attempt.observe().report
+    const report = withoutCounters(attempt.observe().report)
     return report.ready === true && report
   })
 
@@ -102,6 +110,25 @@ describe("router attempt", () => {
       message: "router restarting (restart 1 of 5): the router process was killed by SIGKILL",
     })
     expect(await readyReport(attempt)).toEqual({ ...before, ready: true })
+  })
+
+  it("reports its router process's counters: requests answered, tokens, and the buckets of their durations", async () => {
+    const { attempt } = router()
+    const { endpoint } = await readyReport(attempt)
+    for (let i = 0; i < 3; i++) expect(await chat(endpoint!)).toBe(true)
+    const counters = await waitFor("the router's counters to show the requests", () => {
+      const c = attempt.observe().report.router
+      return c && c.requests === 3 && c
+    })
+    expect(counters.answers).toEqual({ "2xx": 3 })
+    expect(counters.failures).toBe(0)
+    expect(counters.tokens).toBeGreaterThan(0)
+    expect(counters.durationBuckets.reduce((a, b) => a + b, 0)).toBe(3)
+    expect(counters.firstByteBuckets.reduce((a, b) => a + b, 0)).toBe(3)
+    expect(counters.startedAt).toBeLessThanOrEqual(Date.now())
+    // What the control plane checks a heartbeat against accepts it.
+    expect(ObservedAttemptSchema.safeParse(attempt.observe().report).success).toBe(true)
+    expect(DurationBuckets).toEqual([...RouterBuckets])
   })
 
   it("binds the port the control plane names, and keeps it", async () => {

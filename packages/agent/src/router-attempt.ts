@@ -21,12 +21,13 @@ import { readFileSync } from "node:fs"
 import { request } from "node:http"
 import { createServer, type Server, Socket } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
-import type { DesiredAttempt, ObservedAttempt } from "@swarmplane/core/contract/worker"
+import type { DesiredAttempt, ObservedAttempt, RouterCounters } from "@swarmplane/core/contract/worker"
 import { type Attempt, type AttemptContext, type Observation, ReportLimits } from "./attempt"
 import { httpUrl } from "./net"
 import { signalGroup } from "./process-group"
 import { AgentProgram, attemptEnv, type ProcessOutcome, resolveArgv } from "./process-runner"
 import { createRouter, RouterStatusPath } from "./router"
+import type { RouterTotals } from "./router-metrics"
 
 /** The agent's internal command that runs one router process (it needs the agent's channel). */
 export const RouterProcessCommand = "router-process"
@@ -62,8 +63,14 @@ const defaults: Required<RouterSupervision> = {
 
 /** What the agent tells its router process; a `connection` comes with the client's socket. */
 type ToRouter = { type: "upstreams"; upstreams: string[] } | { type: "connection" }
-/** What a router process tells its agent: it is ready to take the replicas and connections. */
-type FromRouter = { type: "hello" }
+/**
+ * What a router process tells its agent: it is ready to take the replicas and connections; and, every
+ * second while they change, its counters since it started (`startedAt`, epoch ms).
+ */
+type FromRouter = { type: "hello" } | { type: "totals"; startedAt: number; totals: RouterTotals }
+
+/** How often a router process sends its counters when they changed. */
+const TotalsEveryMs = 1000
 
 export class RouterAttempt implements Attempt {
   readonly uid: string
@@ -81,6 +88,8 @@ export class RouterAttempt implements Attempt {
   /** Connections that came while no router process was up, and when. */
   private held: { socket: Socket; at: number }[] = []
   private probeFails = 0
+  /** The current (or last) router process's counters, reported with each heartbeat. */
+  private totals: RouterCounters | undefined
   private probing = false
   /** Why the router is not serving while the attempt runs (reported as its message). */
   private note: string | undefined
@@ -150,6 +159,7 @@ export class RouterAttempt implements Attempt {
     const endpoint = this.endpoint()
     if (endpoint) report.endpoint = endpoint
     report.ready = ready
+    if (this.totals) report.router = this.totals
     const final = this.finished
     return {
       report,
@@ -273,7 +283,9 @@ export class RouterAttempt implements Attempt {
         this.end({ state: "FAILED", message: `could not start the router: ${error.message}` })
     })
     child.on("message", (message: FromRouter) => {
-      if (child === this.child && message?.type === "hello") this.hello(child)
+      if (child !== this.child) return
+      if (message?.type === "hello") this.hello(child)
+      else if (message?.type === "totals") this.totals = { startedAt: message.startedAt, ...message.totals }
     })
     child.once("exit", (code, signal) => this.exited(child, code, signal))
   }
@@ -479,7 +491,18 @@ export async function runRouterProcess(): Promise<number> {
     }
   })
   process.send({ type: "hello" } satisfies FromRouter)
+  const startedAt = Date.now()
+  let last = ""
+  const totals = setInterval(() => {
+    const now = router.metrics.totals()
+    const text = JSON.stringify(now)
+    if (text === last || !process.connected) return
+    last = text
+    process.send?.({ type: "totals", startedAt, totals: now } satisfies FromRouter)
+  }, TotalsEveryMs)
+  totals.unref()
   await done
+  clearInterval(totals)
   // Its agent stopped it or is gone (and its port with it): what it still serves ends now.
   for (const socket of connections) socket.destroy()
   await router.close()

@@ -65,8 +65,31 @@ export interface Passage {
 /** Bytes of a JSON answer kept to read its `usage`; a larger answer's tokens go uncounted. */
 const MaxUsageBytes = 256 * 1024
 
+/**
+ * The router's counters since it started, over every replica it ever routed to (a replica's own series
+ * ends with it; these never go down): what the agent reports for the swarm's metrics. The control plane
+ * turns two of them into rates and percentiles over the time between.
+ */
+export interface RouterTotals {
+  /** Requests answered to the end, and those that got no answer. */
+  requests: number
+  failures: number
+  /** Answers by status class (`2xx`, `4xx`, `5xx`, ...). */
+  answers: Record<string, number>
+  /** Completion tokens (from usage, else counted in streamed text). */
+  tokens: number
+  /** Requests in flight now, over all replicas. */
+  inFlight: number
+  /** Per-bucket counts of request duration and time to first byte (`DurationBuckets`, then above). */
+  durationBuckets: number[]
+  firstByteBuckets: number[]
+}
+
 export function routerMetrics(now: () => number = () => performance.now()) {
   const stats = new Map<string, UpstreamStats>()
+  const all = { failures: 0, tokens: 0, answers: {} as Record<string, number> }
+  const allDuration = new Histogram()
+  const allFirstByte = new Histogram()
   const of = (upstream: string): UpstreamStats => {
     let s = stats.get(upstream)
     if (!s) {
@@ -107,6 +130,7 @@ export function routerMetrics(now: () => number = () => performance.now()) {
         answered(status, contentType) {
           const cls = `${Math.floor(status / 100)}xx`
           s.answers[cls] = (s.answers[cls] ?? 0) + 1
+          all.answers[cls] = (all.answers[cls] ?? 0) + 1
           kind = contentType?.startsWith("text/event-stream")
             ? "sse"
             : contentType?.startsWith("application/json")
@@ -116,7 +140,9 @@ export function routerMetrics(now: () => number = () => performance.now()) {
         chunk(data) {
           if (!firstByteSeen) {
             firstByteSeen = true
-            s.firstByte.observe((now() - started) / 1000)
+            const seconds = (now() - started) / 1000
+            s.firstByte.observe(seconds)
+            allFirstByte.observe(seconds)
           }
           if (kind === "sse") events.push(data)
           else if (kind === "json" && heldBytes + data.length <= MaxUsageBytes) {
@@ -129,12 +155,22 @@ export function routerMetrics(now: () => number = () => performance.now()) {
         },
         done() {
           if (!end()) return
-          s.duration.observe((now() - started) / 1000)
-          if (kind === "json" && held.length) s.tokens += completionTokens(Buffer.concat(held))
-          if (kind === "sse") s.tokens += events.tokens()
+          const seconds = (now() - started) / 1000
+          s.duration.observe(seconds)
+          allDuration.observe(seconds)
+          const tokens =
+            kind === "json" && held.length
+              ? completionTokens(Buffer.concat(held))
+              : kind === "sse"
+                ? events.tokens()
+                : 0
+          s.tokens += tokens
+          all.tokens += tokens
         },
         failed() {
-          if (end()) s.failures++
+          if (!end()) return
+          s.failures++
+          all.failures++
         },
       }
     },
@@ -153,6 +189,22 @@ export function routerMetrics(now: () => number = () => performance.now()) {
         firstByteP50: s.firstByte.quantile(0.5),
         firstByteP99: s.firstByte.quantile(0.99),
       }))
+    },
+
+    /** The router's counters since it started (see `RouterTotals`). */
+    totals(): RouterTotals {
+      let inFlight = 0
+      for (const st of stats.values()) inFlight += st.inFlight
+      const buckets = (h: Histogram) => [...h.counts, h.count - h.counts.reduce((a, b) => a + b, 0)]
+      return {
+        requests: allDuration.count,
+        failures: all.failures,
+        answers: { ...all.answers },
+        tokens: all.tokens,
+        inFlight,
+        durationBuckets: buckets(allDuration),
+        firstByteBuckets: buckets(allFirstByte),
+      }
     },
 
     /** Forget replicas no longer routed to (none in flight): their series stop. */

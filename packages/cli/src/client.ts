@@ -25,6 +25,7 @@ import type {
   Role,
   ScaleGroupStatus,
   Swarm,
+  SwarmMetrics,
   SwarmPhase,
   SwarmRequest,
   Task,
@@ -33,7 +34,20 @@ import type {
 import { type HttpOptions, type Transport, transport } from "./http"
 
 export { ApiError, isRecord } from "./http"
-export type { Backend, Caller, Event, Job, JobStatus, LogTail, Role, Swarm, SwarmPhase, Task, Worker }
+export type {
+  Backend,
+  Caller,
+  Event,
+  Job,
+  JobStatus,
+  LogTail,
+  Role,
+  Swarm,
+  SwarmMetrics,
+  SwarmPhase,
+  Task,
+  Worker,
+}
 
 export type JobDetail = z.infer<typeof JobDetailSchema>
 export type CreatedKey = z.infer<typeof CreatedKeySchema>
@@ -197,6 +211,9 @@ export function createClient(options: HttpOptions) {
     /** `GET /v1/swarms/{name}/events`: a page of the swarm's events, oldest first. */
     swarmEvents: (name: string, page: PageQuery = {}) =>
       get<Page<Event>>(`/v1/swarms/${at(name)}/events`, { ...page }),
+
+    /** `GET /v1/swarms/{name}/metrics`: traffic over the last 1, 5 and 15 minutes. */
+    swarmMetrics: (name: string) => get<SwarmMetrics>(`/v1/swarms/${at(name)}/metrics`),
 
     /** `GET /v1/workers`: the workers, optionally of one backend. */
     listWorkers: async (backendId?: string) =>

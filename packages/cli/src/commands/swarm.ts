@@ -1,10 +1,10 @@
-/** Swarm commands: `up`, `down`, `status`, `swarm list`, `swarm describe`. */
+/** Swarm commands: `up`, `down`, `status`, `swarm list`, `swarm describe`, `swarm metrics`. */
 import type { Command } from "commander"
-import { allPages, type Event, isRecord, type Swarm, type SwarmBody } from "../client"
+import { allPages, type Event, isRecord, type Swarm, type SwarmBody, type SwarmMetrics } from "../client"
 import type { Ctx } from "../context"
 import { CliError, ExitCode, UsageError } from "../errors"
 import { client, common, examples, integer, note, out, outputOption, readSpec, show } from "../kit"
-import { age, block } from "../output"
+import { age, block, table } from "../output"
 import { eventTable, replicaTable, swarmPairs, swarmSummary, swarmTable } from "../views"
 import { waitForSwarm } from "./swarm-wait"
 import { checkUpBackend } from "./up-backend-check"
@@ -137,6 +137,22 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
 
   examples(
     swarm
+      .command("metrics")
+      .description(
+        "a swarm's traffic over the last 1, 5 and 15 minutes: requests/s, errors, latency, time to first token, tokens/s",
+      )
+      .argument("<name>", "swarm name")
+      .addOption(outputOption()),
+    ["swarmplane swarm metrics demo", "swarmplane swarm metrics demo -o json"],
+  ).action(async (name: string, _o: unknown, cmd: Command) => {
+    const { format } = common(cmd)
+    const api = await client(ctx, cmd)
+    const metrics = await api.swarmMetrics(name)
+    show(ctx, format, metrics, () => metricsTable(ctx, metrics))
+  })
+
+  examples(
+    swarm
       .command("describe")
       .description("everything about a swarm: handle, endpoint, replicas and recent events")
       .argument("<name>", "swarm name")
@@ -157,6 +173,42 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
       ),
     )
   })
+}
+
+/** The windows of `swarm metrics` as a table: one row per window. */
+function metricsTable(ctx: Ctx, m: SwarmMetrics): string {
+  const windows = (["1m", "5m", "15m"] as const).flatMap((w) => {
+    const f = m.windows[w]
+    return f ? [[w, f] as const] : []
+  })
+  if (!windows.length)
+    return m.sampledAt
+      ? `no traffic figures for ${m.name} yet: its router was sampled at ${m.sampledAt}; the next sample (within 10 s) starts the first window`
+      : `no metrics for ${m.name} yet: they come from its router (swarms on workers backends), sampled every 10 s at most`
+  const s = (x: number | null | undefined) =>
+    x === undefined
+      ? "-"
+      : x === null
+        ? "> 120 s"
+        : x < 1
+          ? `${(x * 1000).toFixed(0)} ms`
+          : `${x.toFixed(1)} s`
+  const rows = windows.map(([w, f]) => [
+    w,
+    f.requestsPerS.toFixed(2),
+    f.errorRate === undefined ? "-" : `${(f.errorRate * 100).toFixed(1)}%`,
+    `${s(f.latencyP50S)} / ${s(f.latencyP99S)}`,
+    `${s(f.ttftP50S)} / ${s(f.ttftP99S)}`,
+    f.tokensPerS.toFixed(1),
+  ])
+  return [
+    table(
+      ctx.out,
+      ["window", "req/s", "errors", "latency p50 / p99", "first token p50 / p99", "tokens/s"],
+      rows,
+    ),
+    `in flight ${m.inFlight ?? 0}, sampled at ${m.sampledAt}`,
+  ].join("\n")
 }
 
 async function describe(

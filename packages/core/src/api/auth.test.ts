@@ -140,6 +140,7 @@ const spec: Record<string, readonly number[]> = {
   "GET /v1/swarms/{name}":                    [404, 200, 200, 403, 200, 404],
   "DELETE /v1/swarms/{name}":                 [404, 403, 202, 403, 202, 404],
   "GET /v1/swarms/{name}/events":             [404, 200, 200, 403, 200, 404],
+  "GET /v1/swarms/{name}/metrics":            [404, 200, 200, 403, 200, 404],
   "POST /v1/jobs":                            [400, 403, 202, 403, 202, 400],
   "GET /v1/jobs":                             [200, 200, 200, 403, 200, 200],
   "GET /v1/jobs/{id}":                        [404, 200, 200, 403, 200, 404],

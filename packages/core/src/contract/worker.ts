@@ -14,5 +14,6 @@ export type {
   Progress,
   RegisterWorkerRequest,
   RegisterWorkerResponse,
+  RouterCounters,
 } from "../model/worker"
 export { WorkerCredentialHeader } from "../model/worker-credential"

@@ -275,3 +275,41 @@ SwarmSpecFields satisfies readonly SpecKey[]
 export type SwarmSpecFieldsComplete = [SpecKey] extends [Listed] ? true : never
 const _complete: SwarmSpecFieldsComplete = true
 void _complete
+
+const seconds = z.number().nullable().optional()
+const WindowFigures = z
+  .object({
+    seconds: z
+      .number()
+      .describe("The time the figures cover, s (shorter than the window while samples are few)."),
+    requests: z.number().int().describe("Requests answered to the end."),
+    requestsPerS: z.number().describe("Requests answered per second."),
+    errorRate: z
+      .number()
+      .optional()
+      .describe("Requests no replica answered, and 5xx answers, over all; absent with none."),
+    latencyP50S: seconds.describe("Request duration, median, s."),
+    latencyP99S: seconds.describe("Request duration, 99th percentile, s."),
+    ttftP50S: seconds.describe("Time to the first byte (the first token of a stream), median, s."),
+    ttftP99S: seconds.describe("Time to the first byte, 99th percentile, s."),
+    tokensPerS: z.number().describe("Completion tokens answered per second."),
+  })
+  .openapi("SwarmMetricsWindow")
+
+export const SwarmMetrics = z
+  .object({
+    name: Name.describe("Swarm name."),
+    sampledAt: Timestamp.optional().describe(
+      "When the router's counters were last sampled; absent before any.",
+    ),
+    inFlight: z.number().int().optional().describe("Requests being answered at the last sample."),
+    windows: z
+      .object({
+        "1m": WindowFigures.optional().describe("The last minute."),
+        "5m": WindowFigures.optional().describe("The last 5 minutes."),
+        "15m": WindowFigures.optional().describe("The last 15 minutes."),
+      })
+      .describe("The figures over the last 1, 5 and 15 minutes, each ending at the last sample."),
+  })
+  .openapi("SwarmMetrics")
+export type SwarmMetrics = z.infer<typeof SwarmMetrics>

@@ -74,6 +74,30 @@ export const Progress = z
 export type Progress = z.infer<typeof Progress>
 
 /** What an agent reports of one attempt it knows of. */
+/** Duration buckets of the router's histograms, seconds (the last bucket counts what is above). */
+export const RouterBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120] as const
+
+const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)
+const buckets = z.array(count).length(RouterBuckets.length + 1)
+
+/** A swarm router's counters since its process started: what the swarm's metrics are made from. */
+export const RouterCounters = z
+  .object({
+    startedAt: z.number().int().min(0).describe("When this router process started, epoch ms."),
+    requests: count.describe("Requests answered to the end."),
+    failures: count.describe("Requests no replica answered."),
+    answers: z
+      .record(z.string().regex(/^[1-5]xx$/), count)
+      .describe("Answers by status class (`2xx`, `4xx`, `5xx`)."),
+    tokens: count.describe("Completion tokens answered (usage, else counted in streamed text)."),
+    inFlight: count.describe("Requests being answered now."),
+    durationBuckets: buckets.describe(
+      "Requests by duration, per bucket of `RouterBuckets` seconds, then above.",
+    ),
+    firstByteBuckets: buckets.describe("Requests by time to first byte, the same buckets."),
+  })
+  .strict()
+
 export const ObservedAttempt = z
   .object({
     attemptUid: z.string().max(128).describe("Attempt the worker runs or ran."),
@@ -97,6 +121,9 @@ export const ObservedAttempt = z
     progress: Progress.optional().describe(
       "Counters the work reports (the batch runner does), sent when they changed.",
     ),
+    router: RouterCounters.optional().describe(
+      "For routers: their counters since the router process started, sent with every heartbeat.",
+    ),
     logTail: z
       .string()
       .max(32 * 1024)
@@ -108,6 +135,9 @@ export const ObservedAttempt = z
   .strict()
   .openapi("ObservedAttempt")
 export type ObservedAttempt = z.infer<typeof ObservedAttempt>
+export type RouterCounters = z.infer<typeof RouterCounters>
+/** A router's counters as a heartbeat brought them (`at`, epoch ms): one sample of a swarm's metrics. */
+export type RouterSample = RouterCounters & { at: number }
 
 export const HeartbeatRequest = z
   .object({

@@ -8,6 +8,7 @@
  * | api key     | `KEY#<hmac>`               | `KEY`           |                                   | `P#<p>#KEYS` / id        |
  * | backend     | `BACKENDS`                 | `<p>#<id>`      |                                   |                          |
  * | swarm       | `P#<p>#SWARM#<name>`       | `A#SWARM`       | `ACTIVE#<p>#<b>#<n>` / `swarm#..` | `P#<p>#SWARMS` / name    |
+ * | swarm metrics | `P#<p>#SWARM#<name>`     | `M#ROUTER`      |                                   |                          |
  * | job         | `P#<p>#JOB#<id>`           | `A#JOB`         | `ACTIVE#<p>#<b>#<n>` / `job#..`   | `P#<p>#JOBS` / id        |
  * | task        | `P#<p>#JOB#<id>`           | `B#TASK#<00042>`| `ACTIVE#<p>#<b>#<n>` / `task#..`  |                          |
  * | worker      | `P#<p>#WORKER#<id>`        | `A#WORKER`      |                                   | `P#<p>#WORKERS` / b#id   |
@@ -44,6 +45,7 @@ export const Keys = {
   backends: () => "BACKENDS",
   backendEvents: (p: string, id: string) => `P#${p}#BACKEND#${id}`,
   swarm: (p: string, name: string): Key => ({ pk: `P#${p}#SWARM#${name}`, sk: "A#SWARM" }),
+  swarmMetrics: (p: string, name: string): Key => ({ pk: `P#${p}#SWARM#${name}`, sk: "M#ROUTER" }),
   job: (p: string, id: string): Key => ({ pk: `P#${p}#JOB#${id}`, sk: "A#JOB" }),
   task: (p: string, jobId: string, index: number): Key => ({
     pk: `P#${p}#JOB#${jobId}`,

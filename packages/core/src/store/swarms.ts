@@ -4,6 +4,7 @@
  */
 import type { Swarm } from "../model/swarm"
 import { isSwarmActive } from "../model/swarm-fields"
+import type { RouterSample } from "../model/worker"
 import { NotFoundError } from "../util/errors"
 import { ActiveIndex, Keys, ListIndex } from "./keys"
 import type { NewItem, StateStore, StoredItem } from "./port"
@@ -48,6 +49,35 @@ export function Swarms(store: StateStore) {
     ): Promise<{ items: Swarm[]; cursor?: string }> {
       const page = await store.queryIndex<Swarm>("list", ListIndex.swarmsOf(project), options)
       return { items: page.items.map((i) => i.data), cursor: page.cursor }
+    },
+
+    /** The swarm's router samples (`rules/swarm-metrics.ts`), oldest first; none before any. */
+    async metrics(
+      project: string,
+      name: string,
+    ): Promise<StoredItem<{ samples: RouterSample[] }> | undefined> {
+      return store.get<{ samples: RouterSample[] }>(Keys.swarmMetrics(project, name))
+    },
+
+    /**
+     * Store the swarm's router samples: over `previous` if it still holds (else `VersionConflictError`),
+     * or new (else `ItemExistsError`). Kept a day past the last write.
+     */
+    async putMetrics(
+      project: string,
+      name: string,
+      samples: RouterSample[],
+      previous: StoredItem<{ samples: RouterSample[] }> | undefined,
+      nowMs: number,
+    ): Promise<void> {
+      const item = {
+        ...Keys.swarmMetrics(project, name),
+        type: "swarm-metrics",
+        data: { samples },
+        ttl: Math.floor(nowMs / 1000) + 86_400,
+      }
+      if (previous) await store.update({ ...item, version: previous.version })
+      else await store.create(item)
     },
 
     /**

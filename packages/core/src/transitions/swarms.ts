@@ -5,6 +5,8 @@
 import { isDeepStrictEqual } from "node:util"
 import type { Swarm, SwarmSpec } from "../model/swarm"
 import { SwarmSpecFields } from "../model/swarm-fields"
+import type { RouterCounters } from "../model/worker"
+import { withSample } from "../rules/swarm-metrics"
 import { requestDelete, updateSpec } from "../rules/swarm-phase"
 import type { EventLog } from "../store/events"
 import { ItemExistsError, type StoredItem, VersionConflictError } from "../store/port"
@@ -134,6 +136,22 @@ export function SwarmTransitions({ swarms, events, clock }: SwarmTransitionDeps)
           ...(change.message !== undefined ? { message: change.message } : {}),
         })
       return saved
+    },
+
+    /**
+     * Keep a sample of the swarm's router counters (`rules/swarm-metrics.ts` decides whether it is
+     * time for one). Best effort: a write that loses to another's leaves theirs; metrics never fail
+     * a heartbeat.
+     */
+    async recordRouterSample(project: string, name: string, counters: RouterCounters): Promise<void> {
+      try {
+        const now = clock.now()
+        const stored = await swarms.metrics(project, name)
+        const samples = withSample(stored?.data.samples ?? [], { ...counters, at: now })
+        if (samples) await swarms.putMetrics(project, name, samples, stored, now)
+      } catch (error) {
+        if (!(error instanceof VersionConflictError || error instanceof ItemExistsError)) throw error
+      }
     },
   }
 }

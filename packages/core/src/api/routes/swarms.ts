@@ -4,9 +4,10 @@ import { pageOf } from "../../model/api"
 import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
 import type { SwarmPhase } from "../../model/states"
-import { Swarm, SwarmGetQuery, SwarmRequest } from "../../model/swarm"
+import { Swarm, SwarmGetQuery, SwarmMetrics, SwarmRequest } from "../../model/swarm"
+import { windowFigures } from "../../rules/swarm-metrics"
 import { waitState } from "../../rules/swarm-phase"
-import type { Clock } from "../../util/clock"
+import { type Clock, iso } from "../../util/clock"
 import { requireRole } from "../auth"
 import { type ApiDeps, enqueue } from "../context"
 import {
@@ -145,6 +146,35 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
       await deps.repos.swarms.mustGet(project, name)
       const page = await deps.repos.events.ofSwarm(project, name, c.req.valid("query"))
       return c.json({ items: page.items, ...(page.cursor ? { nextCursor: page.cursor } : {}) }, 200)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/swarms/{name}/metrics",
+      tags: ["swarms"],
+      summary: "A swarm's traffic over the last 1, 5 and 15 minutes",
+      description:
+        "From the counters of the swarm's router (swarms on `workers` backends), sampled every 10 s at most: requests per second, the share that failed (no replica answered, or 5xx), latency and time-to-first-token percentiles (each the upper bound of its histogram bucket, in seconds; `null` above the top bucket of 120 s), and completion tokens per second. A window is absent until two samples fall in it.",
+      security,
+      request: { params: nameParam("Swarm") },
+      responses: { 200: jsonResponse(SwarmMetrics, "The swarm's metrics."), ...errors(401, 404) },
+    }),
+    async (c) => {
+      const project = c.get("caller").project
+      const { name } = c.req.valid("param")
+      await deps.repos.swarms.mustGet(project, name)
+      const samples = (await deps.repos.swarms.metrics(project, name))?.data.samples ?? []
+      const last = samples.at(-1)
+      return c.json(
+        {
+          name,
+          ...(last ? { sampledAt: iso(last.at), inFlight: last.inFlight } : {}),
+          windows: windowFigures(samples),
+        },
+        200,
+      )
     },
   )
 

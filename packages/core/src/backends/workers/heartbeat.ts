@@ -1,6 +1,6 @@
 /**
  * A worker's heartbeat (Iris's Reconcile RPC, made pull-based): apply what the worker observed to
- * the tasks it holds, keep their output tails, and answer with the complete desired set of attempts.
+ * the tasks it holds, keep their output tails and router counters, and answer with the complete desired set of attempts.
  * Only this worker's tasks are read (the `WTASKS` index), so a heartbeat costs O(its tasks).
  *
  *   observed RUNNING     → running (+ where a replica listens, whether it is ready)
@@ -19,7 +19,7 @@ import { NotFoundError } from "../../util/errors"
 import type { BackendDeps } from "../protocol"
 import { routerPort } from "./serving"
 
-/** Jobs (and output tails) one heartbeat writes at once. */
+/** Jobs (and output tails, router samples) one heartbeat writes at once. */
 const WritesAtOnce = 8
 
 const live = (t: Task) => t.state === "ASSIGNED" || t.state === "BUILDING" || t.state === "RUNNING"
@@ -93,10 +93,10 @@ export async function heartbeat(
   const jobIdOf = new Map(heldItems.map((h) => [h.task, h.jobId] as const))
   const jobOf = (item: StoredItem<Task>) => jobs.get(jobIdOf.get(item) ?? "")
 
-  // 2. Observations → reports per job; output tails kept.
+  // 2. Observations → reports per job; output tails and router samples kept.
   const byAttempt = new Map(held.map((t) => [t.data.attempts.at(-1)?.attemptUid, t] as const))
   const reports = new Map<string, TaskReport[]>()
-  const tails: (() => Promise<void>)[] = []
+  const sideWrites: (() => Promise<void>)[] = []
   for (const seen of observed) {
     const item = byAttempt.get(seen.attemptUid)
     const job = item && jobOf(item)
@@ -123,13 +123,19 @@ export async function heartbeat(
       list.push({ index: item.data.index, outcome: { kind: "running", attemptUid: seen.attemptUid } })
     if (outcome) list.push({ index: item.data.index, outcome })
     reports.set(job.id, list)
+    // A router's counters: a sample of its swarm's metrics now and then.
+    if (seen.router && job.serving && item.data.index === job.serving.replicas) {
+      const { swarm } = job.serving
+      const counters = seen.router
+      sideWrites.push(() => rt.transitions.swarms.recordRouterSample(project, swarm, counters))
+    }
     const tail = seen.logTail
     if (tail !== undefined)
-      tails.push(() => repos.jobs.saveLogTail(project, job.id, item.data.index, seen.attemptUid, tail))
+      sideWrites.push(() => repos.jobs.saveLogTail(project, job.id, item.data.index, seen.attemptUid, tail))
   }
   // Each tail and each job's tasks are items of their own: written side by side, a few at a time, so
   // a worker that reports many attempts at once (a batch of short tasks) is answered soon.
-  await mapLimit(tails, WritesAtOnce, (save) => save())
+  await mapLimit(sideWrites, WritesAtOnce, (save) => save())
   // Attempts the control plane ended that this worker ran: stopped once it no longer runs them (it
   // reports them ended, or not at all: a heartbeat reports everything it runs).
   const seenRunning = new Set(observed.filter((o) => !Ended.has(o.state)).map((o) => o.attemptUid))

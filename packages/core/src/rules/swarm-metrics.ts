@@ -1,0 +1,134 @@
+/**
+ * A swarm's metrics from its router's counters: the samples kept (one every `SampleEveryMs` at most,
+ * the last `KeepMs`), and what they say over recent windows: requests per second, the share that
+ * failed, latency and time-to-first-token percentiles, tokens per second. Pure.
+ *
+ * A router's counters only grow while its process lives; a new process (`startedAt` changes) starts
+ * from zero, so the change across a restart is what the new process counted.
+ */
+import { RouterBuckets, type RouterCounters, type RouterSample } from "../model/worker"
+
+/** At most one sample this often: a heartbeat every second locally must not write every second. */
+export const SampleEveryMs = 10_000
+/** How far back samples are kept: the longest window, and a sample before it. */
+export const KeepMs = 16 * 60_000
+
+/** The windows reported, by name. */
+export const Windows = { "1m": 60_000, "5m": 5 * 60_000, "15m": 15 * 60_000 } as const
+
+/** `samples` with `sample` added, or undefined when the last is too recent for another. */
+export function withSample(
+  samples: readonly RouterSample[],
+  sample: RouterSample,
+): RouterSample[] | undefined {
+  const last = samples.at(-1)
+  if (last && sample.at - last.at < SampleEveryMs && last.startedAt === sample.startedAt) return undefined
+  return [...samples.filter((s) => s.at >= sample.at - KeepMs && s.at < sample.at), sample]
+}
+
+export interface WindowFigures {
+  /** The time the figures cover, seconds (shorter than the window while samples are few). */
+  seconds: number
+  requests: number
+  requestsPerS: number
+  /** Failed requests and 5xx answers over all requests; undefined with none. */
+  errorRate?: number
+  /** Percentiles as the upper bound of their bucket, seconds; undefined with no requests. */
+  latencyP50S?: number
+  latencyP99S?: number
+  ttftP50S?: number
+  ttftP99S?: number
+  tokensPerS: number
+}
+
+/** What happened between two samples (a restart in between: what the new process counted). */
+function delta(from: RouterSample, to: RouterSample): RouterCounters {
+  if (to.startedAt !== from.startedAt) return to
+  const minus = (a: number, b: number) => Math.max(0, a - b)
+  const classes = new Set([...Object.keys(from.answers), ...Object.keys(to.answers)])
+  return {
+    startedAt: to.startedAt,
+    requests: minus(to.requests, from.requests),
+    failures: minus(to.failures, from.failures),
+    answers: Object.fromEntries(
+      [...classes].map((c) => [c, minus(to.answers[c] ?? 0, from.answers[c] ?? 0)]),
+    ),
+    tokens: minus(to.tokens, from.tokens),
+    inFlight: to.inFlight,
+    durationBuckets: to.durationBuckets.map((n, i) => minus(n, from.durationBuckets[i] ?? 0)),
+    firstByteBuckets: to.firstByteBuckets.map((n, i) => minus(n, from.firstByteBuckets[i] ?? 0)),
+  }
+}
+
+/** The p-th percentile (0..1) of bucket counts, as its bucket's upper bound (the last: above the top). */
+export function quantile(counts: readonly number[], p: number): number | undefined {
+  const total = counts.reduce((a, b) => a + b, 0)
+  if (!total) return undefined
+  const rank = Math.ceil(p * total)
+  let seen = 0
+  for (let i = 0; i < counts.length; i++) {
+    seen += counts[i] ?? 0
+    if (seen >= rank) return RouterBuckets[i] ?? Number.POSITIVE_INFINITY
+  }
+  return Number.POSITIVE_INFINITY
+}
+
+/** The figures of each window ending at the last sample; none without two samples in it. */
+export function windowFigures(
+  samples: readonly RouterSample[],
+): Partial<Record<keyof typeof Windows, WindowFigures>> {
+  const last = samples.at(-1)
+  if (!last) return {}
+  const out: Partial<Record<keyof typeof Windows, WindowFigures>> = {}
+  for (const [name, ms] of Object.entries(Windows) as [keyof typeof Windows, number][]) {
+    // From the sample nearest the window's start: the oldest inside it, or the one just before it.
+    const start: number = last.at - ms
+    const inside: RouterSample | undefined = samples.find((s) => s.at >= start)
+    const before: RouterSample | undefined = samples.filter((s) => s.at < start).at(-1)
+    const first: RouterSample | undefined =
+      before && (!inside || start - before.at < inside.at - start) ? before : inside
+    if (!first || first === last) continue
+    const sum: RouterCounters = {
+      startedAt: last.startedAt,
+      requests: 0,
+      failures: 0,
+      answers: {},
+      tokens: 0,
+      inFlight: last.inFlight,
+      durationBuckets: last.durationBuckets.map(() => 0),
+      firstByteBuckets: last.firstByteBuckets.map(() => 0),
+    }
+    const span = samples.slice(samples.indexOf(first))
+    for (let i = 1; i < span.length; i++) {
+      const d = delta(span[i - 1]!, span[i]!)
+      sum.requests += d.requests
+      sum.failures += d.failures
+      sum.tokens += d.tokens
+      for (const [c, n] of Object.entries(d.answers)) sum.answers[c] = (sum.answers[c] ?? 0) + n
+      d.durationBuckets.forEach((n, j) => {
+        sum.durationBuckets[j] = (sum.durationBuckets[j] ?? 0) + n
+      })
+      d.firstByteBuckets.forEach((n, j) => {
+        sum.firstByteBuckets[j] = (sum.firstByteBuckets[j] ?? 0) + n
+      })
+    }
+    const seconds = (last.at - first.at) / 1000
+    const attempted = sum.requests + sum.failures
+    const errors = sum.failures + (sum.answers["5xx"] ?? 0)
+    out[name] = {
+      seconds,
+      requests: sum.requests,
+      requestsPerS: sum.requests / seconds,
+      ...(attempted ? { errorRate: errors / attempted } : {}),
+      ...optional("latencyP50S", quantile(sum.durationBuckets, 0.5)),
+      ...optional("latencyP99S", quantile(sum.durationBuckets, 0.99)),
+      ...optional("ttftP50S", quantile(sum.firstByteBuckets, 0.5)),
+      ...optional("ttftP99S", quantile(sum.firstByteBuckets, 0.99)),
+      tokensPerS: sum.tokens / seconds,
+    }
+  }
+  return out
+}
+
+const optional = <K extends string>(key: K, value: number | undefined) =>
+  (value === undefined ? {} : { [key]: value }) as Partial<Record<K, number>>
