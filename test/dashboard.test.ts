@@ -132,6 +132,8 @@ describe.skipIf(!executablePath)("the dashboard in a browser", () => {
       await page.getByRole("link", { name: "demo", exact: true }).click()
       await page.locator("#replicas tbody tr").nth(1).waitFor()
       expect(await page.locator("#overview").textContent()).toContain("current")
+      // Its traffic from the router's counters: a row per window once two samples are in, a note before.
+      expect(await page.locator("#traffic").textContent()).toMatch(/Traffic.*(req\/s|No traffic figures yet)/is)
       await page.screenshot({ path: join(output, "dashboard-swarm.png"), fullPage: true })
 
       // Jobs: the list, then the job's detail.

@@ -1,13 +1,14 @@
 /**
- * The swarm list (phase, endpoint, replicas ready/total) and a swarm's detail (replicas, serving
- * handle, generation against observedGeneration, the jobs that call it).
+ * The swarm list (phase, endpoint, replicas ready/total) and a swarm's detail (its traffic over the last
+ * 1, 5 and 15 minutes, replicas, serving handle, generation against observedGeneration, the jobs that
+ * call it).
  */
 import { api } from "./api"
 import { type Child, h } from "./dom"
 import { ago, badge, code, dash, enc, mib, muted, phaseBadge } from "./format"
 import { jobsTable } from "./jobs"
 import { card, kv, type Pair, table, viewHead } from "./layout"
-import type { Job, Page, Swarm } from "./types"
+import type { Job, Page, Swarm, SwarmMetrics } from "./types"
 import type { View } from "./view"
 
 function replicas(status: Swarm["replicaStatus"] | undefined): HTMLSpanElement {
@@ -72,6 +73,53 @@ export const swarmList: View<Page<Swarm>> = {
 interface SwarmData {
   swarm: Swarm
   jobs: Job[]
+  metrics: SwarmMetrics | undefined
+}
+
+/** Seconds as the table shows them; null is above the top bucket (120 s). */
+function secs(x: number | null | undefined): string {
+  if (x === undefined) return "—"
+  if (x === null) return "> 120 s"
+  return x < 1 ? `${(x * 1000).toFixed(0)} ms` : `${x.toFixed(1)} s`
+}
+
+/** Requests/s, errors, latency, first token and tokens/s per window, from the router's counters. */
+function traffic(m: SwarmMetrics | undefined): HTMLElement {
+  const windows = (["1m", "5m", "15m"] as const).flatMap((w) => {
+    const f = m?.windows[w]
+    return f ? [[w, f] as const] : []
+  })
+  if (!windows.length)
+    return h(
+      "p",
+      { class: "empty" },
+      m?.sampledAt
+        ? "No traffic figures yet: the router's next sample (within 10 s) starts the first window."
+        : "No figures: they come from the swarm's router on workers backends, sampled every 10 s at most.",
+    )
+  return table(
+    [
+      "Window",
+      ["Req/s", "num"],
+      ["Errors", "num"],
+      "Latency p50 / p99",
+      "First token p50 / p99",
+      ["Tokens/s", "num"],
+    ],
+    windows.map(([w, f]) =>
+      h(
+        "tr",
+        { "data-key": `window-${w}` },
+        h("td", {}, w),
+        h("td", { class: "num" }, f.requestsPerS.toFixed(2)),
+        h("td", { class: "num" }, f.errorRate === undefined ? "—" : `${(f.errorRate * 100).toFixed(1)}%`),
+        h("td", {}, `${secs(f.latencyP50S)} / ${secs(f.latencyP99S)}`),
+        h("td", {}, `${secs(f.ttftP50S)} / ${secs(f.ttftP99S)}`),
+        h("td", { class: "num" }, f.tokensPerS.toFixed(1)),
+      ),
+    ),
+    { label: "Traffic", empty: "" },
+  )
 }
 
 function overview(s: Swarm): HTMLElement {
@@ -152,16 +200,19 @@ export const swarmDetail: View<SwarmData> = {
   },
   async load({ params, signal }) {
     const name = enc(params[0])
-    const [swarm, jobs] = await Promise.all([
+    const [swarm, jobs, metrics] = await Promise.all([
       api<Swarm>(`/v1/swarms/${name}`, { signal }),
       api<Page<Job>>(`/v1/jobs?limit=10&swarm=${name}`, { signal }),
+      // Figures are an extra: the page shows without them.
+      api<SwarmMetrics>(`/v1/swarms/${name}/metrics`, { signal }).catch(() => undefined),
     ])
-    return { swarm, jobs: jobs.items }
+    return { swarm, jobs: jobs.items, metrics }
   },
-  render({ swarm: s, jobs }) {
+  render({ swarm: s, jobs, metrics }) {
     return [
       s.message ? h("div", { class: "alert info alert-slot", "data-key": "message" }, s.message) : null,
       card("overview", "Overview", overview(s)),
+      card("traffic", "Traffic", traffic(metrics)),
       card("replicas", "Replicas", replicasTable(s)),
       card("handle", "Serving handle", handle(s)),
       card(

@@ -6,11 +6,11 @@ import type { Backend } from "../../../model/backend"
 import type { Event } from "../../../model/event"
 import type { Attempt, Job, Task } from "../../../model/job"
 import type { Caller } from "../../../model/project"
-import type { Swarm } from "../../../model/swarm"
+import type { Swarm, SwarmMetrics } from "../../../model/swarm"
 import type { ResourceCapacity, ScaleGroupStatus } from "../../../model/wire"
 import type { Worker } from "../../../model/worker"
 
-export type { Attempt, Backend, Caller, Event, Job, Swarm, Task, Worker }
+export type { Attempt, Backend, Caller, Event, Job, Swarm, SwarmMetrics, Task, Worker }
 
 /** A list answer: `GET /v1/swarms`, `/v1/jobs`, `/v1/backends`, `/v1/workers`, a job's events. */
 export interface Page<T> {
