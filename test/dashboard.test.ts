@@ -57,6 +57,29 @@ beforeAll(async () => {
     async () => (await p.call("GET", `/v1/jobs/${jobId}`)).json.status === "SUCCEEDED",
     60_000,
   )
+  // Three samples of counters (the router's own join them): the swarm's page has windows and a chart.
+  const counters = (at: number, requests: number) => ({
+    at,
+    startedAt: 1,
+    requests,
+    failures: 0,
+    answers: { "2xx": requests },
+    tokens: 4 * requests,
+    inFlight: 1,
+    durationBuckets: [0, requests, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+    firstByteBuckets: [requests, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+  })
+  const now = Date.now()
+  for (let tries = 0; ; tries++) {
+    const stored = await p.plane.runtime.repos.swarms.metrics("default", "demo")
+    const samples = [counters(now - 30_000, 0), counters(now - 20_000, 120), counters(now - 10_000, 150)]
+    try {
+      await p.plane.runtime.repos.swarms.putMetrics("default", "demo", samples, stored, now)
+      break
+    } catch (error) {
+      if (tries > 3) throw error
+    }
+  }
   mkdirSync(output, { recursive: true })
   browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "swarmplane-chromium-")), {
     executablePath,
@@ -132,8 +155,10 @@ describe.skipIf(!executablePath)("the dashboard in a browser", () => {
       await page.getByRole("link", { name: "demo", exact: true }).click()
       await page.locator("#replicas tbody tr").nth(1).waitFor()
       expect(await page.locator("#overview").textContent()).toContain("current")
-      // Its traffic from the router's counters: a row per window once two samples are in, a note before.
-      expect(await page.locator("#traffic").textContent()).toMatch(/Traffic.*(req\/s|No traffic figures yet)/is)
+      // Its traffic from the router's counters: a row per window, and the requests/s chart.
+      await page.locator('#traffic tr[data-key="window-1m"]').waitFor()
+      expect(await page.locator("#traffic figure svg polyline").count()).toBe(1)
+      expect(await page.locator("#traffic figcaption").textContent()).toMatch(/Requests\/s over the last/)
       await page.screenshot({ path: join(output, "dashboard-swarm.png"), fullPage: true })
 
       // Jobs: the list, then the job's detail.

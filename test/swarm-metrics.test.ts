@@ -82,5 +82,13 @@ test("requests through a swarm's URL show in its metrics: rate, no errors, laten
   // The echo model answers "echo: " and the prompt: 4 completion tokens each.
   expect(minute.tokensPerS * minute.seconds).toBeCloseTo(80, 0)
 
+  // The step-by-step series the dashboard charts: the step with the requests in it shows them.
+  const { series } = (await p.call("GET", "/v1/swarms/llm/metrics")).json as {
+    series: { at: string; requestsPerS: number; errorRate?: number }[]
+  }
+  expect(series.length).toBeGreaterThanOrEqual(1)
+  expect(series.some((s) => s.requestsPerS > 0 && s.errorRate === 0)).toBe(true)
+  expect(series.every((s, i) => i === 0 || Date.parse(s.at) > Date.parse(series[i - 1]!.at))).toBe(true)
+
   expect((await p.call("GET", "/v1/swarms/nope/metrics")).status).toBe(404)
 })

@@ -310,6 +310,22 @@ export const SwarmMetrics = z
         "15m": WindowFigures.optional().describe("The last 15 minutes."),
       })
       .describe("The figures over the last 1, 5 and 15 minutes, each ending at the last sample."),
+    series: z
+      .array(
+        z
+          .object({
+            at: Timestamp.describe("End of the step (a sample's time)."),
+            requestsPerS: z.number().describe("Requests answered per second in the step."),
+            errorRate: z
+              .number()
+              .optional()
+              .describe("Failed and 5xx over all in the step; absent with none."),
+            latencyP99S: seconds.describe("Request duration, 99th percentile, s."),
+            tokensPerS: z.number().describe("Completion tokens per second in the step."),
+          })
+          .describe("One step between two samples."),
+      )
+      .describe("Step by step over the last 15 minutes, oldest first: what the dashboard charts."),
   })
   .openapi("SwarmMetrics")
 export type SwarmMetrics = z.infer<typeof SwarmMetrics>

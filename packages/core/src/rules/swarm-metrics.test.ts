@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest"
 import { RouterBuckets, type RouterSample } from "../model/worker"
-import { KeepMs, quantile, SampleEveryMs, windowFigures, withSample } from "./swarm-metrics"
+import { KeepMs, quantile, SampleEveryMs, series, windowFigures, withSample } from "./swarm-metrics"
 
 const zeros = () => Array.from({ length: RouterBuckets.length + 1 }, () => 0)
 
@@ -82,4 +82,17 @@ describe("window figures", () => {
     counts[counts.length - 1] = 3
     expect(quantile(counts, 0.5)).toBe(Number.POSITIVE_INFINITY)
   })
+})
+
+test("the series has a point per step between samples, for the chart", () => {
+  const points = series([
+    sample(0, {}),
+    sample(10, { fast: 20, tokens: 80 }),
+    sample(20, { fast: 20, slow: 10, failures: 10, tokens: 80, startedAt: 1 }),
+  ])
+  expect(points).toEqual([
+    { at: 10_000, requestsPerS: 2, errorRate: 0, latencyP99S: 0.01, tokensPerS: 8 },
+    { at: 20_000, requestsPerS: 1, errorRate: 0.5, latencyP99S: 1, tokensPerS: 0 },
+  ])
+  expect(series([sample(0, {})])).toEqual([])
 })

@@ -132,3 +132,34 @@ export function windowFigures(
 
 const optional = <K extends string>(key: K, value: number | undefined) =>
   (value === undefined ? {} : { [key]: value }) as Partial<Record<K, number>>
+
+/** One step of the series: what happened between two consecutive samples, at the later one's time. */
+export interface SeriesPoint {
+  at: number
+  requestsPerS: number
+  errorRate?: number
+  latencyP99S?: number
+  tokensPerS: number
+}
+
+/** The samples as a series of steps (oldest first), for a chart of the last 15 minutes. */
+export function series(samples: readonly RouterSample[]): SeriesPoint[] {
+  const out: SeriesPoint[] = []
+  for (let i = 1; i < samples.length; i++) {
+    const from = samples[i - 1]!
+    const to = samples[i]!
+    const seconds = (to.at - from.at) / 1000
+    if (seconds <= 0) continue
+    const d = delta(from, to)
+    const attempted = d.requests + d.failures
+    const p99 = quantile(d.durationBuckets, 0.99)
+    out.push({
+      at: to.at,
+      requestsPerS: d.requests / seconds,
+      ...(attempted ? { errorRate: (d.failures + (d.answers["5xx"] ?? 0)) / attempted } : {}),
+      ...(p99 !== undefined ? { latencyP99S: p99 } : {}),
+      tokensPerS: d.tokens / seconds,
+    })
+  }
+  return out
+}

@@ -85,6 +85,8 @@ main { max-width: 1320px; margin: 0 auto; padding: 24px 24px 48px; }
 .card-head .spacer { flex: 1; }
 .card-head .card-note { color: var(--muted); font-size: 13px; }
 .card > :where(:not(.card-head, .table-wrap)) { margin: 14px 16px; }
+.traffic-chart { color: var(--accent, #2563eb); }
+.traffic-chart svg { display: block; width: 100%; height: 60px; }
 .card > h3 { font-size: 12px; text-transform: uppercase; letter-spacing: 0.05em; color: var(--muted); margin: 0; padding: 14px 16px 0; border-top: 1px solid var(--line); font-weight: 600; }
 .card > h3 + .table-wrap { margin-top: 10px; border-top: 1px solid var(--line); }
 .card-head .id { font-family: var(--mono); font-size: 12.5px; font-weight: 400; color: var(--muted); }

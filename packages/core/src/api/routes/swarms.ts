@@ -5,7 +5,7 @@ import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
 import type { SwarmPhase } from "../../model/states"
 import { Swarm, SwarmGetQuery, SwarmMetrics, SwarmRequest } from "../../model/swarm"
-import { windowFigures } from "../../rules/swarm-metrics"
+import { series, windowFigures } from "../../rules/swarm-metrics"
 import { waitState } from "../../rules/swarm-phase"
 import { type Clock, iso } from "../../util/clock"
 import { requireRole } from "../auth"
@@ -172,6 +172,7 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
           name,
           ...(last ? { sampledAt: iso(last.at), inFlight: last.inFlight } : {}),
           windows: windowFigures(samples),
+          series: series(samples).map((p) => ({ ...p, at: iso(p.at) })),
         },
         200,
       )

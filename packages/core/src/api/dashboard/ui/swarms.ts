@@ -4,7 +4,7 @@
  * call it).
  */
 import { api } from "./api"
-import { type Child, h } from "./dom"
+import { type Child, h, svg } from "./dom"
 import { ago, badge, code, dash, enc, mib, muted, phaseBadge } from "./format"
 import { jobsTable } from "./jobs"
 import { card, kv, type Pair, table, viewHead } from "./layout"
@@ -83,8 +83,41 @@ function secs(x: number | null | undefined): string {
   return x < 1 ? `${(x * 1000).toFixed(0)} ms` : `${x.toFixed(1)} s`
 }
 
+/** Requests per second, step by step over the last 15 minutes: a line, its peak and its span. */
+function chart(points: SwarmMetrics["series"]): HTMLElement | null {
+  if (points.length < 2) return null
+  const t0 = Date.parse(points[0]!.at)
+  const span = Math.max(1, Date.parse(points.at(-1)!.at) - t0)
+  const peak = Math.max(...points.map((p) => p.requestsPerS))
+  const xy = points.map((p) => {
+    const x = ((Date.parse(p.at) - t0) / span) * 600
+    const y = 56 - (peak > 0 ? (p.requestsPerS / peak) * 52 : 0)
+    return `${x.toFixed(1)},${y.toFixed(1)}`
+  })
+  const minutes = Math.round(span / 60_000)
+  return h(
+    "figure",
+    { class: "traffic-chart", "data-key": "chart" },
+    svg(
+      "svg",
+      {
+        viewBox: "0 0 600 60",
+        preserveAspectRatio: "none",
+        role: "img",
+        "aria-label": "Requests per second",
+      },
+      svg("polyline", { points: xy.join(" "), fill: "none", stroke: "currentColor", "stroke-width": 2 }),
+    ),
+    h(
+      "figcaption",
+      { class: "sub" },
+      `Requests/s over the last ${minutes || "<1"} min, a point per sample; peak ${peak.toFixed(2)}.`,
+    ),
+  )
+}
+
 /** Requests/s, errors, latency, first token and tokens/s per window, from the router's counters. */
-function traffic(m: SwarmMetrics | undefined): HTMLElement {
+function traffic(m: SwarmMetrics | undefined): Child {
   const windows = (["1m", "5m", "15m"] as const).flatMap((w) => {
     const f = m?.windows[w]
     return f ? [[w, f] as const] : []
@@ -97,7 +130,7 @@ function traffic(m: SwarmMetrics | undefined): HTMLElement {
         ? "No traffic figures yet: the router's next sample (within 10 s) starts the first window."
         : "No figures: they come from the swarm's router on workers backends, sampled every 10 s at most.",
     )
-  return table(
+  const rows = table(
     [
       "Window",
       ["Req/s", "num"],
@@ -120,6 +153,7 @@ function traffic(m: SwarmMetrics | undefined): HTMLElement {
     ),
     { label: "Traffic", empty: "" },
   )
+  return [rows, chart(m?.series ?? [])]
 }
 
 function overview(s: Swarm): HTMLElement {
