@@ -189,16 +189,20 @@ describe("router", () => {
   })
 })
 
+/** A replica that holds every answer until the test lets it go (`held`, one release per request). */
+async function heldReplica() {
+  const held: (() => void)[] = []
+  const gate = createServer((req, res) => {
+    req.resume()
+    held.push(() => res.end("slow"))
+  })
+  await new Promise<void>((resolve) => gate.listen(0, "127.0.0.1", resolve))
+  return { held, gate, slow: `http://127.0.0.1:${(gate.address() as AddressInfo).port}` }
+}
+
 describe("load-aware routing and metrics", () => {
   it("sends requests to the replica with the fewest in flight: a busy one is passed over until it answers", async () => {
-    // A replica that holds every answer until the test lets it go.
-    const held: (() => void)[] = []
-    const gate = createServer((req, res) => {
-      req.resume()
-      held.push(() => res.end("slow"))
-    })
-    await new Promise<void>((resolve) => gate.listen(0, "127.0.0.1", resolve))
-    const slow = `http://127.0.0.1:${(gate.address() as AddressInfo).port}`
+    const { held, gate, slow } = await heldReplica()
     const r = createRouter([slow, urlA])
     const url = `http://127.0.0.1:${await r.listen(0)}`
     try {
@@ -222,13 +226,7 @@ describe("load-aware routing and metrics", () => {
   })
 
   it("round robin (the benchmark's baseline) takes replicas in turn, busy or not", async () => {
-    const held: (() => void)[] = []
-    const gate = createServer((req, res) => {
-      req.resume()
-      held.push(() => res.end("slow"))
-    })
-    await new Promise<void>((resolve) => gate.listen(0, "127.0.0.1", resolve))
-    const slow = `http://127.0.0.1:${(gate.address() as AddressInfo).port}`
+    const { held, gate, slow } = await heldReplica()
     const r = createRouter([slow, urlA], { balance: "round-robin" })
     const url = `http://127.0.0.1:${await r.listen(0)}`
     try {
