@@ -2,12 +2,9 @@ import { expect, test } from "vitest"
 import { BackendConfig } from "../model/backend"
 import { JobSpec } from "../model/job"
 import { SwarmSpec } from "../model/swarm"
-import { MemoryQueue } from "../queue/memory"
-import { createRuntime } from "../runtime"
 import { MemoryStore } from "../store/memory"
 import { FencedError } from "../store/port"
 import { FakeClock } from "../util/clock"
-import { memoryLogger } from "../util/logger"
 import { CheckedEveryMs, LeaseTtlMs, reconcilePass } from "./reconcile"
 import { memoryRuntime } from "./testing/runtime"
 
@@ -78,14 +75,7 @@ test("an idle control plane costs a few one-item queries per backend and writes 
         : fn
     },
   })
-  const rt = createRuntime({
-    store,
-    queue: MemoryQueue({ clock }),
-    clock,
-    logger: memoryLogger(),
-    pepper: "p",
-    secrets: { get: async () => "" },
-  })
+  const { rt } = memoryRuntime({ store, clock })
   await rt.repos.backends.put("p", "pool", BackendConfig.parse({ type: "workers" }))
   calls.length = 0
   const { reconcileTick, autoscaleTick } = await import("./ticks")
@@ -132,14 +122,9 @@ test("a delegated backend that cannot be reached: unhealthy with the reason, its
   const port = (server.address() as { port: number }).port
   await new Promise<void>((resolve) => server.close(() => resolve())) // now nothing listens there
   const clock = new FakeClock()
-  const logger = memoryLogger()
   const key = (await import("node:crypto")).generateKeyPairSync("rsa", { modulusLength: 2048 })
-  const rt = createRuntime({
-    store: MemoryStore(),
-    queue: MemoryQueue({ clock }),
+  const { rt, logger } = memoryRuntime({
     clock,
-    logger,
-    pepper: "p",
     secrets: { get: async () => key.privateKey.export({ format: "pem", type: "pkcs1" }).toString() },
   })
   await rt.repos.backends.put(

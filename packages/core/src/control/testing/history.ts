@@ -7,14 +7,13 @@
  */
 import { type Backend, BackendConfig } from "../../model/backend"
 import { JobSpec } from "../../model/job"
-import { MemoryQueue } from "../../queue/memory"
-import { createRuntime, type Runtime } from "../../runtime"
+import type { Runtime } from "../../runtime"
 import { countingStore } from "../../store/counting"
 import { MemoryStore } from "../../store/memory"
 import type { Key, NewItem, StateStore, StoredItem } from "../../store/port"
 import { FakeClock } from "../../util/clock"
-import { memoryLogger } from "../../util/logger"
 import { type PassReport, reconcilePass } from "../reconcile"
+import { memoryRuntime } from "./runtime"
 
 export const Project = "p"
 export const BackendId = "pool"
@@ -34,14 +33,7 @@ export interface BusyPlane {
 }
 
 function runtimeOver(store: StateStore, clock: FakeClock): Runtime {
-  return createRuntime({
-    store,
-    queue: MemoryQueue({ clock }),
-    clock,
-    logger: memoryLogger(),
-    pepper: "bench",
-    secrets: { get: async () => "" },
-  })
+  return memoryRuntime({ store, clock }).rt
 }
 
 const spec = JobSpec.parse({
