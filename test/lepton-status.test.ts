@@ -141,7 +141,12 @@ describe("swarms placed by node group", () => {
     expect(stopped.desired).toBe("running")
     expect(stopped.message).toContain("0 replicas")
     expect(stopped.url).toBeUndefined()
-    expect((await l.lepton("GET", `/deployments/${deployment}`)).body.status.state).toBe("Stopped")
+    // The plane counts a deployment asked for 0 replicas as stopped while Lepton still says Stopping.
+    await until(
+      "Lepton to finish stopping the deployment",
+      async () => (await l.lepton("GET", `/deployments/${deployment}`)).body.status.state === "Stopped",
+      30_000,
+    )
 
     await l.applySwarm("lep", { ...spec, replicas: 1 })
     const again = await l.running("ng-echo")
