@@ -336,8 +336,9 @@ describe("swarms", () => {
       async () => {
         const sw = await get()
         return (
-          /replica 0: retrying after failure \d+ of \d+: .*vllm: command not found/.test(sw.message ?? "") &&
-          sw
+          /replica 0 restarting \(attempt \d+\): retrying after failure \d+ of \d+: .*vllm: command not found/.test(
+            sw.message ?? "",
+          ) && sw
         )
       },
       60_000,

@@ -38,6 +38,7 @@ export function swarmPairs(p: Paint, s: Swarm): [string, Cell][] {
     ["Model", s.model],
     ["Backend", s.backendId],
     ["Message", s.message],
+    ["Last rollout step", s.replicaSet?.lastChange],
     ["Updated", `${s.updatedAt} (${age(s.updatedAt)} ago)`],
   ]
 }
@@ -54,10 +55,29 @@ export function swarmLine(s: Swarm): string {
 }
 
 export function replicaTable(p: Paint, s: Swarm): string {
+  const set = s.replicaSet
+  if (!set)
+    return table(
+      p,
+      ["replica", "state", "url", "message"],
+      s.replicaStatus.items.map((r) => [r.index, state(p, r.state), r.url, r.message]),
+    )
+  // Replicas swarmplane rolls itself: each with its generation and whether the router sends it requests.
+  const items = new Map(s.replicaStatus.items.map((i) => [i.index, i]))
   return table(
     p,
-    ["replica", "state", "url", "message"],
-    s.replicaStatus.items.map((r) => [r.index, state(p, r.state), r.url, r.message]),
+    ["replica", "generation", "state", "router", "url", "message"],
+    set.replicas.map((r) => {
+      const item = items.get(r.slot)
+      return [
+        r.slot,
+        r.generation,
+        state(p, r.state === "draining" ? "STOPPING" : (item?.state ?? r.state)),
+        r.state === "serving" ? "in" : r.state === "draining" ? `draining since ${r.since}` : "not yet",
+        r.url ?? item?.url,
+        item?.message,
+      ]
+    }),
   )
 }
 

@@ -16,6 +16,8 @@ const PollS = 2
 function judge(swarm: Swarm, phase: SwarmPhase): "reached" | "settled" | "waiting" {
   const current = phase !== "RUNNING" || swarm.observedGeneration === swarm.generation
   if (swarm.phase === phase && current) return "reached"
+  const replicaGeneration = swarm.replicaGeneration ?? swarm.generation
+  if (phase === "RUNNING" && swarm.replicaSet?.rolledBack?.generation === replicaGeneration) return "settled"
   if (swarm.desired === "deleted") return swarm.phase === "STOPPED" ? "settled" : "waiting"
   if (swarm.phase === "FAILED" || swarm.phase === "STOPPED") return "settled"
   return "waiting"
@@ -46,7 +48,9 @@ export async function waitForSwarm(
       if (state === "reached") return swarm
       if (state === "settled")
         throw new CliError(
-          `swarm "${name}" ended ${swarm.phase} while waiting for ${phase}${swarm.message ? `: ${swarm.message}` : ""}`,
+          swarm.phase === "RUNNING" && swarm.replicaSet?.rolledBack
+            ? `swarm "${name}" still serves its previous spec: ${swarm.message ?? `the update was rolled back: ${swarm.replicaSet.rolledBack.reason}`}`
+            : `swarm "${name}" ended ${swarm.phase} while waiting for ${phase}${swarm.message ? `: ${swarm.message}` : ""}`,
           ExitCode.ended,
           `see why with: swarmplane swarm describe ${name}`,
         )

@@ -234,7 +234,8 @@ async function describe(
     ["Image", s.image],
     ["Created", `${s.createdAt} (${age(s.createdAt)} ago)`],
   ])
-  text += `\n${p.bold("Replicas:")}\n${s.replicaStatus.items.length ? replicaTable(p, s) : "(none reported yet)\n"}`
+  const anyReplica = s.replicaStatus.items.length > 0 || (s.replicaSet?.replicas.length ?? 0) > 0
+  text += `\n${p.bold("Replicas:")}\n${anyReplica ? replicaTable(p, s) : "(none reported yet)\n"}`
   const own = await swarmEvents().then(
     (res) => res.items.slice(-10),
     () => [],

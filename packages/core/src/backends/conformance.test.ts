@@ -26,10 +26,12 @@ import {
   fetchesManyLogs,
   isServing,
   keepsWorkers,
+  type ReplicaSetBackend,
   type ReportsCapacity,
   type ReportsHealth,
   reportsCapacity,
   reportsHealth,
+  rollsReplicas,
   type ServingBackend,
   type TaskBackend,
   type TaskRef,
@@ -67,6 +69,16 @@ const capabilities = {
   serving: {
     methods: members<ServingBackend>()(["createOrUpdate", "servingStatus", "delete"] as const),
     guard: isServing,
+  },
+  replicaSet: {
+    methods: members<ReplicaSetBackend>()([
+      "observeReplicaSet",
+      "startReplica",
+      "stopReplicas",
+      "runRouter",
+      "stopRouter",
+    ] as const),
+    guard: rollsReplicas,
   },
   workerStore: {
     methods: members<WorkerStoreBackend>()(["isAway", "seedLiveness", "pruneDeadWorkers"] as const),
@@ -147,7 +159,7 @@ const implemented: Partial<
   Record<BackendType, { capabilities: Capability[]; calls: Partial<Record<Method, Expect>> }>
 > = {
   workers: {
-    capabilities: ["serving", "workerStore", "autoscaling", "capacity"],
+    capabilities: ["replicaSet", "workerStore", "autoscaling", "capacity"],
     calls: {},
   },
   slurm: {
@@ -266,6 +278,15 @@ const calls: Record<Method, (b: never) => unknown> = {
   createOrUpdate: (b: ServingBackend) => b.createOrUpdate(swarm, 1),
   servingStatus: (b: ServingBackend) => b.servingStatus(swarm),
   delete: (b: ServingBackend) => b.delete(swarm, 1),
+  observeReplicaSet: (b: ReplicaSetBackend) => b.observeReplicaSet(swarm),
+  startReplica: (b: ReplicaSetBackend) =>
+    b.startReplica(
+      { ...swarm, backendId: "workers-1" },
+      { slot: 0, generation: 1, state: "starting", since: t0 },
+    ),
+  stopReplicas: (b: ReplicaSetBackend) => b.stopReplicas(swarm, [0]),
+  runRouter: (b: ReplicaSetBackend) => b.runRouter({ ...swarm, backendId: "workers-1" }),
+  stopRouter: (b: ReplicaSetBackend) => b.stopRouter(swarm),
   isAway: (b: WorkerStoreBackend) => b.isAway(0, 60_000),
   seedLiveness: (b: WorkerStoreBackend) => b.seedLiveness(),
   pruneDeadWorkers: (b: WorkerStoreBackend) => b.pruneDeadWorkers(),

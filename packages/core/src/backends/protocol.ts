@@ -12,7 +12,7 @@ import type { Backend, BackendConfig } from "../model/backend"
 import type { Attempt, Job, Task } from "../model/job"
 import type { Outcome } from "../model/outcome"
 import type { BackendKind } from "../model/states"
-import type { Swarm } from "../model/swarm"
+import type { ReplicaSlot, Swarm } from "../model/swarm"
 import type {
   BackendDescriptor,
   BackendStatus,
@@ -22,6 +22,7 @@ import type {
 } from "../model/wire"
 import type { Worker } from "../model/worker"
 import type { Providers } from "../providers/port"
+import type { ReplicaObservation, RouterObservation } from "../rules/swarm-rollout"
 import type { Secrets } from "../secrets/port"
 import type { Repos } from "../store"
 import type { StoredItem } from "../store/port"
@@ -203,6 +204,32 @@ export interface ServingBackend {
 
 export function isServing(backend: object): backend is ServingBackend {
   return has(backend, "createOrUpdate", "servingStatus", "delete")
+}
+
+/**
+ * Capability of backends whose swarms swarmplane rolls itself (`workers`): a router of the swarm's own,
+ * which outlives every generation, in front of replicas started and stopped one by one, so an update
+ * or a scale never drops the endpoint. The pass observes with `observeReplicaSet`, plans with
+ * `rules/swarm-rollout`, and applies the plan with the rest. The router learns which replicas to send
+ * requests to from the swarm's `replicaSet` (its `serving` replicas).
+ */
+export interface ReplicaSetBackend {
+  /** The swarm's router and each replica its `replicaSet` keeps, as the backend sees them. */
+  observeReplicaSet(
+    swarm: Swarm,
+  ): Promise<{ router: RouterObservation; replicas: Map<number, ReplicaObservation> }>
+  /** Start one replica of the swarm's current spec. Idempotent: a replica already started is left. */
+  startReplica(swarm: Swarm, replica: ReplicaSlot): Promise<void>
+  /** Stop these replicas (the processes end; the next observation finds them ended). Idempotent. */
+  stopReplicas(swarm: Swarm, slots: readonly number[]): Promise<void>
+  /** Make sure the swarm's router runs (a new one when the last ended); the handle finds it again. */
+  runRouter(swarm: Swarm): Promise<NonNullable<Swarm["handle"]>>
+  /** Stop the router. Idempotent. */
+  stopRouter(swarm: Swarm): Promise<void>
+}
+
+export function rollsReplicas(backend: object): backend is ReplicaSetBackend {
+  return has(backend, "observeReplicaSet", "startReplica", "stopReplicas", "runRouter", "stopRouter")
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   keepsWorkers,
   type ReconcileResult,
   reportsHealth,
+  rollsReplicas,
   type TaskBackend,
   toleratesObserveFailure,
 } from "../backends/protocol"
@@ -44,7 +45,7 @@ import {
   teardownEffects,
   unsubmitted,
 } from "./plan"
-import { noteUnreachable, reconcileSwarm } from "./serving"
+import { noteUnreachable, reconcileReplicaSet, reconcileSwarm } from "./serving"
 
 export { CheckedEveryMs, submitBackoffMs, unsubmitted } from "./plan"
 
@@ -242,13 +243,18 @@ async function reconcileSwarms(pass: Pass): Promise<boolean> {
   for (const swarm of pass.snapshot.swarms) {
     guard(pass)
     try {
-      if (!isServing(backend))
-        throw new VisibleError(
-          "backend.not_supported",
-          `backend "${pass.record.id}" does not serve swarms`,
-          501,
-        )
-      if ((await reconcileSwarm(rt, backend, swarm, fence)) === "deployment_created") created = true
+      const step = rollsReplicas(backend)
+        ? await reconcileReplicaSet(rt, backend, swarm, fence)
+        : isServing(backend)
+          ? await reconcileSwarm(rt, backend, swarm, fence)
+          : (() => {
+              throw new VisibleError(
+                "backend.not_supported",
+                `backend "${pass.record.id}" does not serve swarms`,
+                501,
+              )
+            })()
+      if (step === "deployment_created") created = true
     } catch (error) {
       if (error instanceof FencedError) throw error
       const message = error instanceof Error ? error.message : String(error)

@@ -3,9 +3,10 @@
  * observe it, tear it down after a delete or a failure. Each pass moves each active swarm one step,
  * from a consistent read of it; phase changes are written with the pass's fencing token.
  */
-import type { ServingBackend } from "../backends/protocol"
+import type { ReplicaSetBackend, ServingBackend } from "../backends/protocol"
 import type { Swarm } from "../model/swarm"
 import { observe } from "../rules/swarm-phase"
+import { planRollout } from "../rules/swarm-rollout"
 import type { StoredItem } from "../store/port"
 import { iso } from "../util/clock"
 import { isRetryable } from "../util/errors"
@@ -89,6 +90,80 @@ export async function reconcileSwarm(
       { from, reason, ...(next.message ? { message: next.message } : {}) },
     )
   return reason
+}
+
+/**
+ * Move one swarm a step on a backend where swarmplane rolls the replicas itself: observe its router
+ * and replicas, plan the step (`rules/swarm-rollout`), start and stop what the plan says, and save
+ * the swarm (its replica set, which the router follows, and its phase) with the pass's fence.
+ */
+export async function reconcileReplicaSet(
+  rt: ControlDeps,
+  backend: ReplicaSetBackend,
+  indexed: StoredItem<Swarm>,
+  fence: number,
+): Promise<string | undefined> {
+  const item = await rt.repos.swarms.head(indexed.data.project, indexed.data.name)
+  if (!item) return undefined
+  const swarm = item.data
+  // A failed swarm whose replicas and router are stopped waits for the user to update or delete it.
+  if (swarm.desired === "running" && swarm.phase === "FAILED" && !swarm.handle) return undefined
+  const nowMs = rt.clock.now()
+  const now = iso(nowMs)
+  const seen = await backend.observeReplicaSet(swarm)
+  const plan = planRollout({ swarm, replicas: seen.replicas, router: seen.router, now: nowMs })
+
+  let handle = swarm.handle
+  if (plan.router === "run") handle = await backend.runRouter(swarm)
+  for (const replica of plan.start) await backend.startReplica(swarm, replica)
+  if (plan.stop.length) await backend.stopReplicas(swarm, plan.stop)
+  if (plan.router === "stop" && seen.router.state !== "missing" && seen.router.state !== "ended")
+    await backend.stopRouter(swarm)
+
+  const from = swarm.phase
+  let next: Swarm
+  if (plan.gone) {
+    // Nothing runs: deleted (STOPPED), failed (waits), or scaled to 0 (STOPPED until an update).
+    const gone = swarm.desired === "deleted" ? observe(swarm, { kind: "gone" }, now).swarm : swarm
+    next = {
+      ...gone,
+      ...(swarm.desired === "running" && swarm.phase !== "FAILED"
+        ? observe(
+            swarm,
+            { kind: "status", phase: "STOPPED", ...(plan.detail ? { detail: plan.detail } : {}) },
+            now,
+          ).swarm
+        : {}),
+      handle: undefined,
+      url: undefined,
+    }
+  } else {
+    next = observe(
+      { ...swarm, handle },
+      {
+        kind: "status",
+        phase: plan.phase,
+        ...(plan.url ? { url: plan.url } : {}),
+        ...(plan.detail ? { detail: plan.detail } : {}),
+      },
+      now,
+    ).swarm
+    // The plan says everything there is to say: no detail now means none.
+    next = { ...next, message: next.phase === plan.phase ? plan.detail : next.message }
+    if (!next.message) delete next.message
+    if (plan.observedGeneration !== undefined) next = { ...next, observedGeneration: plan.observedGeneration }
+  }
+  next = { ...next, replicaSet: plan.replicaSet, replicaStatus: plan.replicaStatus }
+  const changed = plan.replicaSet.lastChange !== swarm.replicaSet?.lastChange
+  const reason = plan.start.length ? "replicas_started" : changed ? "rollout" : "observed"
+  if (JSON.stringify(next) !== JSON.stringify(item.data)) {
+    const message = changed ? plan.replicaSet.lastChange : next.message
+    await rt.transitions.swarms.save(
+      { ...item, data: { ...next, updatedAt: now }, fence },
+      { from, reason, ...(message ? { message } : {}) },
+    )
+  }
+  return plan.start.length ? "deployment_created" : reason
 }
 
 /**

@@ -382,7 +382,10 @@ export const Job = z
         replicas: z
           .number()
           .int()
-          .describe("Tasks 0..replicas-1 are replicas; task `replicas` is the router."),
+          .describe(
+            "Tasks 0..replicas-1 are replicas; task `replicas` is the router (a swarm's router job has 0 replicas and 1 task).",
+          ),
+        slot: z.number().int().optional().describe("For a replica job: the swarm's replica number it runs."),
         healthPath: z.string().describe("Path of the replicas' health check."),
         routerUrl: z
           .string()
@@ -392,7 +395,9 @@ export const Job = z
           ),
       })
       .optional()
-      .describe("Set on the internal job that runs a swarm's replicas and router on a `workers` backend."),
+      .describe(
+        "Set on the internal jobs that serve a swarm on a `workers` backend: its router (one task) and each of its replicas (one task each).",
+      ),
     message: z.string().optional().describe("Latest detail, e.g. why the job failed."),
     pendingReason: z
       .string()

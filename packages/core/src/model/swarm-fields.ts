@@ -23,6 +23,7 @@ export const SwarmSpecFields = [
   "backendType",
   "serving",
   "autoscaling",
+  "rollout",
   "labels",
 ] as const
 

@@ -48,6 +48,45 @@ export const Autoscaling = z
   })
   .openapi("SwarmAutoscaling")
 
+/**
+ * How a spec change reaches the replicas on backends where swarmplane rolls them itself (`workers`):
+ * new replicas come up beside the old, each joins the router once healthy, and an old one leaves the
+ * router (draining) only while enough others serve.
+ */
+export const Rollout = z
+  .object({
+    maxSurge: z
+      .number()
+      .int()
+      .min(0)
+      .max(Limits.replicasPerSwarm)
+      .default(1)
+      .describe("Replicas of the new spec that may run beyond `replicas` during an update."),
+    maxUnavailable: z
+      .number()
+      .int()
+      .min(0)
+      .max(Limits.replicasPerSwarm)
+      .default(0)
+      .describe("Replicas that may be missing from the router during an update, below `replicas`."),
+    drainTimeoutS: z
+      .number()
+      .int()
+      .min(1)
+      .max(3600)
+      .default(30)
+      .describe(
+        "How long a replica taken out of the router keeps running, so the requests it has finish: at least the longest request, plus a router heartbeat.",
+      ),
+  })
+  .strict()
+  .refine((r) => r.maxSurge > 0 || r.maxUnavailable > 0, {
+    message: "maxSurge and maxUnavailable cannot both be 0: an update could never replace a replica",
+    path: ["maxSurge"],
+  })
+  .openapi("SwarmRollout")
+export type Rollout = z.infer<typeof Rollout>
+
 /** Backend-specific serving options; only the member for the swarm's backend type is used. */
 export const ServingOptions = z
   .object({
@@ -186,6 +225,9 @@ export const SwarmSpec = z
     ),
     serving: ServingOptions.default({}).describe("Backend-specific serving options."),
     autoscaling: Autoscaling.optional().describe("Replica autoscaling; a fixed `replicas` when absent."),
+    rollout: Rollout.optional().describe(
+      "How an update replaces the replicas (`workers` backends); when absent, `maxSurge` 1, `maxUnavailable` 0, `drainTimeoutS` 30.",
+    ),
     labels: Labels.default({}).describe("Free-form labels."),
   })
   .strict()
@@ -219,6 +261,45 @@ export const ReplicaStatus = z
   })
   .openapi("ReplicaStatus")
 
+/** One replica of a swarm whose backend swarmplane rolls itself, as the control plane keeps it. */
+export const ReplicaSlot = z
+  .object({
+    slot: z.number().int().min(0).describe("The replica's number in the swarm, never reused."),
+    generation: z.number().int().describe("The swarm generation (spec) it runs."),
+    state: z
+      .enum(["starting", "serving", "draining"])
+      .describe(
+        "`starting` until healthy; `serving` while the router sends it requests; `draining` once taken out of the router, until it is stopped.",
+      ),
+    since: Timestamp.describe("When it entered its state."),
+    url: z.string().optional().describe("Where it serves, once healthy."),
+  })
+  .openapi("SwarmReplicaSlot")
+export type ReplicaSlot = z.infer<typeof ReplicaSlot>
+
+export const ReplicaSet = z
+  .object({
+    nextSlot: z.number().int().min(0).describe("The number the next replica gets."),
+    replicas: z.array(ReplicaSlot).describe("Every replica that runs or is being stopped."),
+    rolledBack: z
+      .object({
+        generation: z.number().int().describe("The generation that failed."),
+        reason: z.string().describe("Why its replicas were taken down."),
+      })
+      .optional()
+      .describe(
+        "An update whose new replicas failed: they were taken down and the previous generation serves on.",
+      ),
+    lastChange: z
+      .string()
+      .optional()
+      .describe(
+        "The last step the rollout took and why, e.g. `replica 4 (generation 3) started: surge 1/1`.",
+      ),
+  })
+  .openapi("SwarmReplicaSet")
+export type ReplicaSet = z.infer<typeof ReplicaSet>
+
 export const Swarm = SwarmSpec.extend({
   project: Name.describe("Project the swarm belongs to."),
   phase: SwarmPhase.describe(
@@ -232,6 +313,13 @@ export const Swarm = SwarmSpec.extend({
       "The swarm's single endpoint (OpenAI-compatible), once known; kept while the router restarts or moves, and on a `workers` backend the same for the swarm's life while its router can be placed on the same host (another host keeps the port, not the host).",
     ),
   generation: z.number().int().describe("Increments on every spec change."),
+  replicaGeneration: z
+    .number()
+    .int()
+    .optional()
+    .describe(
+      "The generation whose replica spec the replicas run: a change of only `replicas`, `autoscaling`, `rollout` or `labels` keeps it, so scaling adds or removes replicas instead of replacing them. `generation` when absent.",
+    ),
   observedGeneration: z
     .number()
     .int()
@@ -246,6 +334,9 @@ export const Swarm = SwarmSpec.extend({
     })
     .describe("Replica readiness."),
   handle: ServingHandle.optional().describe("Where the deployment is, once created."),
+  replicaSet: ReplicaSet.optional().describe(
+    "On backends where swarmplane rolls the replicas itself (`workers`): each replica, its generation and whether the router sends it requests.",
+  ),
   message: z.string().optional().describe("Latest detail from the backend (an error, a pending reason)."),
   createdAt: Timestamp.describe("When the swarm was first created."),
   updatedAt: Timestamp.describe("When it last changed."),

@@ -170,6 +170,34 @@ describe("user intent", () => {
   })
 })
 
+describe("the replica generation", () => {
+  const spec = (extra: object = {}) => SwarmSpec.parse({ name: "llm", model: "echo", replicas: 2, ...extra })
+  const running = swarm("RUNNING", { generation: 3, replicaGeneration: 2 })
+
+  test("a scale, a new rollout or autoscaling policy, or new labels keep what each replica runs", () => {
+    for (const change of [
+      { replicas: 5 },
+      { autoscaling: { minReplicas: 1, maxReplicas: 4 } },
+      { rollout: { maxSurge: 2, maxUnavailable: 0, drainTimeoutS: 5 } },
+      { labels: { team: "a" } },
+    ])
+      expect(updateSpec(running, spec(change), now).swarm, JSON.stringify(change)).toMatchObject({
+        generation: 4,
+        replicaGeneration: 2,
+      })
+  })
+
+  test("a change to what a replica runs starts a new one", () => {
+    for (const change of [{ args: ["--x"] }, { image: "vllm:2" }, { env: { A: "1" } }, { model: "other" }])
+      expect(updateSpec(running, spec(change), now).swarm.replicaGeneration, JSON.stringify(change)).toBe(4)
+  })
+
+  test("a swarm that starts over starts a new one", () => {
+    const stopped = swarm("STOPPED", { desired: "deleted", generation: 3, replicaGeneration: 2 })
+    expect(updateSpec(stopped, spec(), now).swarm.replicaGeneration).toBe(4)
+  })
+})
+
 describe("active index and waiting", () => {
   test("a FAILED swarm with nothing deployed leaves the active index; with a deployment it stays", () => {
     expect(isSwarmActive(swarm("FAILED"))).toBe(false)
@@ -195,6 +223,16 @@ describe("active index and waiting", () => {
       "reached",
     ],
     ["initializing", swarm("INITIALIZING"), "RUNNING", "waiting"],
+    [
+      "its update rolled back, the older generation serving",
+      swarm("RUNNING", {
+        generation: 2,
+        observedGeneration: 1,
+        replicaSet: { nextSlot: 3, replicas: [], rolledBack: { generation: 2, reason: "x" } },
+      }),
+      "RUNNING",
+      "settled",
+    ],
   ]
   for (const [name, s, wanted, want] of cases)
     test(`wait for ${wanted}: ${name} → ${want}`, () => expect(waitState(s, wanted)).toBe(want))

@@ -80,9 +80,24 @@ function statusOf(swarm: Swarm): SwarmStatus {
   return Object.fromEntries(Object.entries(swarm).filter(([key]) => !specFields.has(key))) as SwarmStatus
 }
 
+/** Spec fields that change how many replicas run or how they are rolled, not what each one runs. */
+const SizingFields = new Set<string>(["replicas", "autoscaling", "rollout", "labels"])
+
+/** What each replica runs: the spec without its sizing fields, comparable as text. */
+function replicaTemplate(spec: Partial<SwarmSpec>): string {
+  return JSON.stringify(SwarmSpecFields.filter((f) => !SizingFields.has(f)).map((f) => [f, spec[f] ?? null]))
+}
+
+/** The generation whose replica spec the swarm's replicas run (see `Swarm.replicaGeneration`). */
+export function replicaGenerationOf(swarm: Pick<Swarm, "generation" | "replicaGeneration">): number {
+  return swarm.replicaGeneration ?? swarm.generation
+}
+
 /**
  * A create-or-update of the spec: the new spec replaces the old one whole (a field left out is
- * removed), the generation goes up, and a FAILED or STOPPED swarm starts over.
+ * removed), the generation goes up, and a FAILED or STOPPED swarm starts over. A change of only the
+ * replica count, the autoscaling or rollout policy, or the labels keeps the replica generation, so
+ * the replicas that run are kept and only added or removed.
  */
 export function updateSpec(swarm: Swarm, spec: SwarmSpec, nowIso: string): PhaseChange {
   const from = swarm.phase
@@ -93,6 +108,10 @@ export function updateSpec(swarm: Swarm, spec: SwarmSpec, nowIso: string): Phase
     ...spec,
     desired: "running",
     generation: swarm.generation + 1,
+    replicaGeneration:
+      !restart && replicaTemplate(swarm) === replicaTemplate(spec)
+        ? replicaGenerationOf(swarm)
+        : swarm.generation + 1,
     phase: restart ? "PENDING" : from,
     message: restart ? undefined : swarm.message,
     replicaStatus: { ...swarm.replicaStatus, total: spec.replicas },
@@ -131,6 +150,9 @@ export function requestDelete(swarm: Swarm, nowIso: string): PhaseChange {
 export function waitState(swarm: Swarm, wanted: SwarmPhase): "reached" | "settled" | "waiting" {
   const current = wanted !== "RUNNING" || swarm.observedGeneration === swarm.generation
   if (swarm.phase === wanted && current) return "reached"
+  // An update whose new replicas failed and were rolled back: the older generation serves on.
+  if (wanted === "RUNNING" && swarm.replicaSet?.rolledBack?.generation === replicaGenerationOf(swarm))
+    return "settled"
   if (swarm.desired === "deleted") return swarm.phase === "STOPPED" ? "settled" : "waiting"
   if (swarm.phase === "FAILED" || swarm.phase === "STOPPED") return "settled"
   return "waiting"

@@ -16,9 +16,9 @@ import type {
   AutoscalingBackend,
   BackendDeps,
   ReconcileResult,
+  ReplicaSetBackend,
   ReportsCapacity,
   ScheduleResult,
-  ServingBackend,
   TaskBackend,
   TaskRef,
   WorkerStoreBackend,
@@ -53,7 +53,7 @@ export function awayAfterMs(graceS: number): number {
 export function WorkersBackend(
   backend: Backend & { config: WorkersConfig },
   runtime: BackendDeps,
-): TaskBackend & ServingBackend & WorkerStoreBackend & AutoscalingBackend & ReportsCapacity {
+): TaskBackend & ReplicaSetBackend & WorkerStoreBackend & AutoscalingBackend & ReportsCapacity {
   const { project, id: backendId, config } = backend
   const graceMs = config.heartbeatGraceS * 1000
   const serving = Serving(runtime)
@@ -364,9 +364,11 @@ export function WorkersBackend(
 
     async close() {},
 
-    createOrUpdate: (swarm) => serving.createOrUpdate(swarm),
-    servingStatus: (swarm) => serving.status(swarm),
-    delete: (swarm) => serving.delete(swarm),
+    observeReplicaSet: (swarm) => serving.observeReplicaSet(swarm),
+    startReplica: (swarm, replica) => serving.startReplica(swarm, replica),
+    stopReplicas: (swarm, slots) => serving.stopReplicas(swarm, slots),
+    runRouter: (swarm) => serving.runRouter(swarm),
+    stopRouter: (swarm) => serving.stopRouter(swarm),
   }
 }
 

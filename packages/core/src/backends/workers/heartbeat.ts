@@ -182,18 +182,19 @@ async function desiredOf(
   const attemptUid = task.attempts.at(-1)!.attemptUid
   const base = { attemptUid, action: "run" as const, jobId: job.id, taskIndex: task.index }
   if (job.serving && task.index === job.serving.replicas) {
-    const tasks = await rt.repos.jobs.tasks(job.project, job.id, { limit: job.serving.replicas + 1 })
-    const upstreams = tasks.items
-      .filter((t) => t.index < job.serving!.replicas && t.state === "RUNNING" && t.attempts.at(-1)?.ready)
-      .map((t) => t.attempts.at(-1)!.endpoint!)
-      .filter(Boolean)
+    // The swarm's serving replicas, as the last pass left them (a replica joins once healthy and
+    // leaves when it drains: `rules/swarm-rollout`).
+    const swarm = await rt.repos.swarms.get(job.project, job.serving.swarm)
+    const upstreams = (swarm?.replicaSet?.replicas ?? []).flatMap((r) =>
+      r.state === "serving" && r.url ? [r.url] : [],
+    )
     // The swarm's address: every router of the swarm listens on the port the first one picked.
     const port = routerPort(job, task)
     return { ...base, kind: "router", upstreams, ...(port ? { port } : {}) }
   }
   const env: Record<string, string> = {
     ...job.spec.env,
-    SHARD_ID: String(task.index),
+    SHARD_ID: String(job.serving?.slot ?? task.index),
     NSHARDS: String(job.serving ? job.serving.replicas : job.spec.tasks),
     ATTEMPT_UID: attemptUid,
   }

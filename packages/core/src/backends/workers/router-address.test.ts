@@ -1,8 +1,8 @@
 /**
  * A swarm's address on a `workers` backend, through the control plane's own parts (memory store, fake
- * clock, the real heartbeat and reconcile pass): every router of the swarm is told the port the first
- * one listened on and is placed on the same host again, and while the router is not serving the swarm
- * says why and keeps its URL.
+ * clock, the real heartbeat and reconcile pass): every attempt of the swarm's router is told the port
+ * the first one listened on and is placed on the same host again; while the router is not serving the
+ * swarm says why and keeps its URL; an update keeps the router and rolls the replicas behind it.
  */
 import { expect, test } from "vitest"
 import { reconcilePass } from "../../control/reconcile"
@@ -17,7 +17,7 @@ import { MemoryStore } from "../../store/memory"
 import { FakeClock } from "../../util/clock"
 import { memoryLogger } from "../../util/logger"
 import { heartbeat } from "./heartbeat"
-import { servingJobId } from "./serving"
+import { replicaJobId } from "./serving"
 import { buildSnapshot } from "./snapshot"
 
 async function setup() {
@@ -53,9 +53,14 @@ async function setup() {
     expect(result.error).toBeUndefined()
   }
   const swarm = async () => (await rt.repos.swarms.get("p", "llm"))!
-  /** Where each task of the serving job runs now: worker id and attempt. */
-  const tasks = async (generation = 1) =>
-    (await rt.repos.jobs.load("p", servingJobId("llm", generation)))!.tasks.map((t) => t.data)
+  /** The swarm's first live replica task and its router task, as they are now. */
+  const tasks = async (): Promise<Task[]> => {
+    const s = await swarm()
+    const slot = s.replicaSet!.replicas.find((r) => r.state !== "draining")!.slot
+    const replica = (await rt.repos.jobs.load("p", replicaJobId(s, slot)))!.tasks[0]!.data
+    const router = (await rt.repos.jobs.load("p", String(s.handle!.meta.router)))!.tasks[0]!.data
+    return [replica, router]
+  }
   /** One heartbeat of `workerId`, reporting these attempts; its desired set. */
   const beat = async (workerId: string, observed: ObservedAttempt[]): Promise<DesiredAttempt[]> =>
     (await heartbeat(rt, "p", workerId, observed)).desired
@@ -129,20 +134,24 @@ test("the router's address is kept: a restart on its agent, a failed attempt and
   expect(await swarm()).toMatchObject({ phase: "RUNNING", url })
 })
 
-test("a new generation's router is told the swarm's port and placed on the swarm's host", async () => {
-  const { rt, workers, pass, swarm, tasks, beat } = await setup()
+test("an update keeps the router and its URL: the new replica joins once healthy, then the old one leaves the router, drains and is stopped", async () => {
+  const { rt, clock, workers, pass, swarm, tasks, beat } = await setup()
   await pass()
   const [replica, router] = await tasks()
   const uid = (t: Task) => t.attempts.at(-1)!.attemptUid
   const routerWorker = on(router!, workers)
   const url = `http://${routerWorker.address}:21000`
+  const oldUrl = `http://${on(replica!, workers).address}:9001`
   await beat(on(replica!, workers).id, [
-    { attemptUid: uid(replica!), state: "RUNNING", endpoint: "http://10.0.0.7:9001", ready: true },
+    { attemptUid: uid(replica!), state: "RUNNING", endpoint: oldUrl, ready: true },
   ])
-  await beat(routerWorker.id, [{ attemptUid: uid(router!), state: "RUNNING", endpoint: url, ready: true }])
+  const routerUp = [{ attemptUid: uid(router!), state: "RUNNING" as const, endpoint: url, ready: true }]
+  await beat(routerWorker.id, routerUp)
   await pass()
-  expect(await swarm()).toMatchObject({ phase: "RUNNING", url })
-  // An update: a new serving job, whose router keeps the address.
+  const before = await swarm()
+  expect(before).toMatchObject({ phase: "RUNNING", url, observedGeneration: 1 })
+  const routerJob = before.handle!.meta.router
+
   await rt.transitions.swarms.apply("p", {
     ...SwarmSpec.parse({
       name: "llm",
@@ -154,12 +163,50 @@ test("a new generation's router is told the swarm's port and placed on the swarm
     backendId: "pool",
   })
   await pass()
-  const job = (await rt.repos.jobs.get("p", servingJobId("llm", 2)))!
-  expect(job.serving?.routerUrl).toBe(url)
-  const next = (await tasks(2))[1]!
-  expect(on(next, workers).address).toBe(routerWorker.address)
-  const desired = (await beat(on(next, workers).id, [])).find((d) => d.kind === "router")!
-  expect(desired.port).toBe(21000)
+  // A new replica beside the old (surge 1); the old still serves alone; the router is the same job.
+  const updating = await swarm()
+  expect(updating.handle!.meta.router).toBe(routerJob)
+  expect(updating).toMatchObject({ phase: "RUNNING", url, observedGeneration: 1 })
+  expect(updating.message).toBe("updating to generation 2: 0/1 new replicas serving, 1 old")
+  expect(updating.replicaSet!.replicas.map((r) => [r.slot, r.generation, r.state])).toEqual([
+    [0, 1, "serving"],
+    [1, 2, "starting"],
+  ])
+  const upstreams = async () =>
+    (await beat(routerWorker.id, routerUp)).find((d) => d.kind === "router")!.upstreams
+  expect(await upstreams()).toEqual([oldUrl])
+
+  // The new replica is healthy: it joins the router, the old one leaves it (but still runs).
+  const fresh = (await rt.repos.jobs.load("p", replicaJobId(updating, 1)))!.tasks[0]!.data
+  const newUrl = `http://${on(fresh, workers).address}:9002`
+  await beat(on(fresh, workers).id, [
+    { attemptUid: uid(fresh), state: "RUNNING", endpoint: newUrl, ready: true },
+  ])
+  await pass()
+  const rolled = await swarm()
+  expect(rolled).toMatchObject({ phase: "RUNNING", url, observedGeneration: 2 })
+  expect(rolled.message).toBeUndefined()
+  expect(rolled.replicaSet!.replicas.map((r) => [r.slot, r.state])).toEqual([
+    [0, "draining"],
+    [1, "serving"],
+  ])
+  expect(rolled.replicaSet!.lastChange).toMatch(
+    /replica 0 \(generation 1\) leaves the router: replaced by generation 2/,
+  )
+  expect(await upstreams()).toEqual([newUrl])
+  const oldJob = () => rt.repos.jobs.get("p", replicaJobId(rolled, 0))
+  expect((await oldJob())!.cancelRequested).toBe(false)
+
+  // Stopped once its drain time (30 s by default) is over; gone from the set once it has ended.
+  clock.advance(29_000)
+  await pass()
+  expect((await oldJob())!.cancelRequested).toBe(false)
+  clock.advance(1_000)
+  await pass()
+  expect((await oldJob())!.cancelRequested).toBe(true)
+  await beat(on(replica!, workers).id, [{ attemptUid: uid(replica!), state: "KILLED" }])
+  await pass()
+  expect((await swarm()).replicaSet!.replicas.map((r) => r.slot)).toEqual([1])
   expect((await swarm()).url).toBe(url)
 })
 
@@ -177,14 +224,14 @@ test("a router is placed again on the host it listened on, before any other work
     registeredAt: at,
   })
   const job = {
-    id: "srv-llm-g1",
+    id: "srv-llm-x-router-g1",
     project: "p",
     spec: { priority: "production", resources: { cpu: 1, memoryMiB: 256, gpu: 0 } },
-    serving: { swarm: "llm", generation: 1, replicas: 1, healthPath: "/health" },
+    serving: { swarm: "llm", generation: 1, replicas: 0, healthPath: "/health" },
     createdAt: at,
   } as unknown as Job
   const router = (endpoint?: string): Task => ({
-    index: 1,
+    index: 0,
     state: "PENDING",
     attempts: endpoint ? [{ attemptUid: "r-1", state: "FAILED", endpoint, createdAt: at }] : [],
     failureCount: 1,

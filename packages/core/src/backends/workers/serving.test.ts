@@ -2,22 +2,23 @@ import { describe, expect, test } from "vitest"
 import { type Attempt, type Job, JobSpec, type Task } from "../../model/job"
 import type { JobStatus } from "../../model/states"
 import type { Swarm } from "../../model/swarm"
-import type { ServingStatus } from "../protocol"
+import type { ReplicaObservation } from "../../rules/swarm-rollout"
 import {
   CrashLoopAttempts,
+  observation,
   replicaCommand,
+  replicaJobId,
   routerHost,
+  routerJobId,
   routerPort,
-  servingJobId,
-  servingStatus,
 } from "./serving"
 
 const t0 = "2026-01-01T00:00:00.000Z"
 
-/** The serving job of swarm `llm` generation 4, with `replicas` replicas (the router is task `replicas`). */
+/** The router job of swarm `llm` (one task, index 0). */
 function servingJob(replicas: number, status: JobStatus = "RUNNING"): Job {
   return {
-    id: servingJobId("llm", 4),
+    id: "srv-llm-x-router-g4",
     project: "p",
     spec: JobSpec.parse({ name: "llm", command: ["serve"], tasks: replicas + 1, priority: "production" }),
     backendId: "b",
@@ -52,184 +53,78 @@ const ready = (index: number, port: number) =>
 const ended = (index: number, state: Task["state"], exitCode?: number, reason?: string) =>
   task(index, state, { state: "FAILED", ...(exitCode !== undefined ? { exitCode } : {}) }, reason)
 
-describe("servingStatus", () => {
-  const cases: Record<
-    string,
-    {
-      job: Job
-      tasks: Task[]
-      want: Partial<Omit<ServingStatus, "detail">> & { detail?: string | RegExp | undefined }
-    }
-  > = {
-    "all PENDING: PENDING with the first pending reason": {
-      job: servingJob(2, "PENDING"),
-      tasks: [pending(0), pending(1, "needs 8 gpu, largest free is 4"), pending(2, "router reason")],
-      want: { phase: "PENDING", detail: "needs 8 gpu, largest free is 4", generation: 4 },
+describe("what a serving task is, as the rollout reads it", () => {
+  const cases: Record<string, { task: Task; want: ReplicaObservation }> = {
+    "not placed: pending, with why": {
+      task: pending(0, "needs 8 gpu, largest free is 4"),
+      want: { state: "pending", detail: "needs 8 gpu, largest free is 4" },
     },
-    "all PENDING without a reason: PENDING and no detail": {
-      job: servingJob(2, "PENDING"),
-      tasks: [pending(0), pending(1), pending(2)],
-      want: { phase: "PENDING", detail: undefined },
+    "not placed, no reason yet: pending": { task: pending(0), want: { state: "pending" } },
+    "placed: starting": { task: assigned(0), want: { state: "starting" } },
+    "running, not healthy yet: starting": {
+      task: running(0, { endpoint: "http://10.0.0.1:9001" }),
+      want: { state: "starting" },
     },
-    "some placed: INITIALIZING with n/m replicas ready": {
-      job: servingJob(2),
-      tasks: [ready(0, 9001), assigned(1), pending(2, "no workers yet")],
-      want: { phase: "INITIALIZING", detail: "1/2 replicas ready" },
+    "healthy: ready at its endpoint": {
+      task: ready(0, 9001),
+      want: { state: "ready", url: "http://10.0.0.1:9001" },
     },
-    "replicas running but not healthy yet: INITIALIZING": {
-      job: servingJob(2),
-      tasks: [running(0, { endpoint: "http://10.0.0.1:9001" }), running(1), ready(2, 8080)],
-      want: { phase: "INITIALIZING", detail: "0/2 replicas ready", url: undefined },
+    "ready without an endpoint: not ready": {
+      task: running(0, { ready: true }),
+      want: { state: "starting" },
     },
-    "replicas ready but the router not yet: INITIALIZING": {
-      job: servingJob(2),
-      tasks: [ready(0, 9001), ready(1, 9002), running(2, { endpoint: "http://10.0.0.1:8080" })],
-      want: { phase: "INITIALIZING", detail: "2/2 replicas ready", url: undefined },
+    "a ready flag on a task no longer running does not count": {
+      task: task(0, "BUILDING", { state: "BUILDING", ready: true, endpoint: "http://10.0.0.1:9001" }),
+      want: { state: "starting" },
     },
-    "router ready without an endpoint: not RUNNING": {
-      job: servingJob(1),
-      tasks: [ready(0, 9001), running(1, { ready: true })],
-      want: { phase: "INITIALIZING", detail: "1/1 replicas ready" },
+    "FAILED for good: failed, over, with its exit code and reason": {
+      task: ended(0, "FAILED", 1, "CUDA out of memory"),
+      want: { state: "failed", over: true, detail: "failed (exit code 1): CUDA out of memory" },
     },
-    "all replicas and the router ready: RUNNING at the router's URL": {
-      job: servingJob(2),
-      tasks: [ready(0, 9001), ready(1, 9002), ready(2, 8080)],
-      want: { phase: "RUNNING", url: "http://10.0.0.1:8080", detail: undefined, generation: 4 },
+    "unschedulable: failed, saying why": {
+      task: ended(0, "UNSCHEDULABLE", undefined, "needs 80 gpu, largest free is 8"),
+      want: { state: "failed", over: true, detail: "unschedulable: needs 80 gpu, largest free is 8" },
     },
-    "tasks in any order are read by index": {
-      job: servingJob(2),
-      tasks: [ready(2, 8080), ready(1, 9002), ready(0, 9001)],
-      want: { phase: "RUNNING", url: "http://10.0.0.1:8080" },
+    "its worker lost for good: failed": {
+      task: ended(0, "WORKER_FAILED"),
+      want: { state: "failed", over: true, detail: "worker_failed" },
     },
-    "a FAILED replica: FAILED naming the replica and its exit code": {
-      job: servingJob(3),
-      tasks: [ready(0, 9001), ended(1, "FAILED", 137), ready(2, 9003), ready(3, 8080)],
-      want: { phase: "FAILED", detail: "replica 1 failed (exit code 137)", url: undefined },
-    },
-    "a failure's message follows its exit code": {
-      job: servingJob(1),
-      tasks: [ended(0, "FAILED", 1, "CUDA out of memory"), pending(1)],
-      want: { phase: "FAILED", detail: "replica 0 failed (exit code 1): CUDA out of memory" },
-    },
-    "a failed router is named as the router": {
-      job: servingJob(1),
-      tasks: [ready(0, 9001), ended(1, "WORKER_FAILED")],
-      want: { phase: "FAILED", detail: /^the router worker_failed$/ },
-    },
-    "an unschedulable replica fails the swarm": {
-      job: servingJob(1),
-      tasks: [ended(0, "UNSCHEDULABLE", undefined, "needs 80 gpu, largest free is 8"), pending(1)],
-      want: { phase: "FAILED", detail: /^replica 0 unschedulable: needs 80 gpu/ },
-    },
-    "all KILLED: STOPPED": {
-      job: servingJob(2, "RUNNING"),
-      tasks: [ended(0, "KILLED"), ended(1, "KILLED"), ended(2, "KILLED")],
-      want: { phase: "STOPPED", url: undefined, detail: undefined },
-    },
-    "the router's agent restarting it: INITIALIZING with the agent's word, no URL": {
-      job: servingJob(1),
-      tasks: [
-        ready(0, 9001),
-        running(1, {
-          endpoint: "http://10.0.0.1:21000",
-          ready: false,
-          message: "router restarting (restart 2 of 5): the router process was killed by SIGKILL",
-        }),
-      ],
+    "KILLED (stopped by us): ended": { task: ended(0, "KILLED"), want: { state: "ended", detail: "killed" } },
+    "its agent restarting it: starting, with the agent's word": {
+      task: running(0, {
+        endpoint: "http://10.0.0.1:21000",
+        ready: false,
+        message: "router restarting (restart 2 of 5): the router process was killed by SIGKILL",
+      }),
       want: {
-        phase: "INITIALIZING",
-        url: undefined,
-        detail:
-          "1/1 replicas ready; router restarting (restart 2 of 5): the router process was killed by SIGKILL",
+        state: "starting",
+        detail: "router restarting (restart 2 of 5): the router process was killed by SIGKILL",
       },
     },
-    "a router placed again after its attempt failed: INITIALIZING with the attempt and why": {
-      job: servingJob(1),
-      tasks: [
-        ready(0, 9001),
-        {
-          ...pending(1, "retrying after failure 1 of 101: port 21000 on 10.0.0.1 is in use; next try at x"),
-          attempts: [
-            { attemptUid: "r-1", state: "FAILED", endpoint: "http://10.0.0.1:21000", createdAt: t0 },
-          ],
-        },
-      ],
+    "placed again after its attempt failed: starting, with the attempt and why": {
+      task: {
+        ...pending(0, "retrying after failure 1 of 101: port 21000 on 10.0.0.1 is in use; next try at x"),
+        attempts: [{ attemptUid: "r-1", state: "FAILED", endpoint: "http://10.0.0.1:21000", createdAt: t0 }],
+      },
       want: {
-        phase: "INITIALIZING",
+        state: "starting",
         detail:
-          "1/1 replicas ready; router restarting (attempt 2): retrying after failure 1 of 101: port 21000 on 10.0.0.1 is in use; next try at x",
+          "restarting (attempt 2): retrying after failure 1 of 101: port 21000 on 10.0.0.1 is in use; next try at x",
       },
     },
-    "a router moved off a lost worker, starting again: INITIALIZING, saying so": {
-      job: servingJob(1),
-      tasks: [
-        ready(0, 9001),
-        {
-          ...assigned(1),
-          attempts: [
-            { attemptUid: "r-1", state: "WORKER_FAILED", endpoint: "http://10.0.0.1:21000", createdAt: t0 },
-            { attemptUid: "r-2", state: "ASSIGNED", createdAt: t0 },
-          ],
-        },
-      ],
-      want: { phase: "INITIALIZING", detail: "1/1 replicas ready; router restarting (attempt 2)" },
-    },
-    "a first router waiting for its replicas' addresses: nothing said of it": {
-      job: servingJob(1),
-      tasks: [ready(0, 9001), running(1, { endpoint: "http://10.0.0.1:21000", ready: false })],
-      want: { phase: "INITIALIZING", detail: "1/1 replicas ready" },
-    },
-    "a cancelled job is STOPPED even before its tasks end": {
-      job: servingJob(1, "CANCELLED"),
-      tasks: [ready(0, 9001), ready(1, 8080)],
-      want: { phase: "STOPPED" },
+    "moved off a lost worker, starting again: saying so": {
+      task: {
+        ...assigned(0),
+        attempts: [
+          { attemptUid: "r-1", state: "WORKER_FAILED", endpoint: "http://10.0.0.1:21000", createdAt: t0 },
+          { attemptUid: "r-2", state: "ASSIGNED", createdAt: t0 },
+        ],
+      },
+      want: { state: "starting", detail: "restarting (attempt 2)" },
     },
   }
-
   for (const [name, tc] of Object.entries(cases))
-    test(name, () => {
-      const got: Record<string, unknown> = { ...servingStatus(tc.job, tc.tasks) }
-      // A field wanted as `undefined` must be absent; a RegExp must match; anything else must equal.
-      for (const [key, value] of Object.entries(tc.want)) {
-        if (value === undefined) expect(got, key).not.toHaveProperty(key)
-        else if (value instanceof RegExp) expect(got[key], key).toMatch(value)
-        else expect(got[key], key).toEqual(value)
-      }
-    })
-})
-
-describe("servingStatus replica items", () => {
-  test("replicas show READY or their state, URLs only while running, and pending reasons", () => {
-    const got = servingStatus(servingJob(4), [
-      ready(0, 9001),
-      running(1, { endpoint: "http://10.0.0.1:9002" }),
-      pending(2, "needs 8 gpu, largest free is 4"),
-      task(3, "BUILDING", { state: "BUILDING", endpoint: "http://10.0.0.1:9004" }),
-      ready(4, 8080),
-    ])
-    expect(got.replicas).toEqual({
-      ready: 1,
-      total: 4,
-      items: [
-        { index: 0, state: "READY", url: "http://10.0.0.1:9001" },
-        { index: 1, state: "RUNNING", url: "http://10.0.0.1:9002" },
-        { index: 2, state: "PENDING", message: "needs 8 gpu, largest free is 4" },
-        { index: 3, state: "BUILDING" },
-      ],
-    })
-  })
-
-  test("the router is not a replica item", () => {
-    const got = servingStatus(servingJob(1), [ready(0, 9001), ready(1, 8080)])
-    expect(got.replicas.items.map((i) => i.index)).toEqual([0])
-  })
-
-  test("a ready flag on a replica that is no longer RUNNING does not count", () => {
-    const stale = task(0, "PREEMPTED", { state: "PREEMPTED", ready: true, endpoint: "http://10.0.0.1:9001" })
-    const got = servingStatus(servingJob(1), [stale, ready(1, 8080)])
-    expect(got.replicas.ready).toBe(0)
-    expect(got.replicas.items[0]).toEqual({ index: 0, state: "PREEMPTED" })
-  })
+    test(name, () => expect(observation(tc.task)).toEqual(tc.want))
 })
 
 function swarm(patch: Partial<Swarm> = {}): Swarm {
@@ -344,16 +239,17 @@ describe("the router's address", () => {
     })
 })
 
-describe("servingJobId", () => {
-  const cases: Record<string, { swarm: string; generation: number; id: string }> = {
-    "first generation": { swarm: "llm", generation: 1, id: "srv-llm-g1" },
-    "later generation": { swarm: "llama-70b", generation: 12, id: "srv-llama-70b-g12" },
-  }
-  for (const [name, tc] of Object.entries(cases))
-    test(name, () => expect(servingJobId(tc.swarm, tc.generation)).toBe(tc.id))
-
-  test("generations of one swarm never share a job", () => {
-    expect(servingJobId("llm", 1)).not.toBe(servingJobId("llm", 2))
+describe("serving job ids", () => {
+  const llm = swarm({ createdAt: "2026-01-01T00:00:00.000Z" })
+  test("a replica's job is named by the swarm, its incarnation and its slot", () => {
+    expect(replicaJobId(llm, 7)).toBe(`srv-llm-${Date.parse(llm.createdAt).toString(36)}-r7`)
+  })
+  test("slots and generations never share a job; a swarm made again under its name does not adopt", () => {
+    expect(replicaJobId(llm, 1)).not.toBe(replicaJobId(llm, 2))
+    expect(routerJobId(llm, 1)).not.toBe(routerJobId(llm, 2))
+    const again = swarm({ createdAt: "2026-01-02T00:00:00.000Z" })
+    expect(replicaJobId(again, 1)).not.toBe(replicaJobId(llm, 1))
+    expect(routerJobId(again, 1)).not.toBe(routerJobId(llm, 1))
   })
 })
 
@@ -374,30 +270,23 @@ describe("a crash-looping server", () => {
     failureCount: attempts.length,
   })
 
-  test(`${CrashLoopAttempts} failed attempts in a row, none ready: FAILED, saying why`, () => {
-    const status = servingStatus(servingJob(1), [
-      looping([1, 2, 3, 4, 5].map((n) => failedAttempt(n))),
-      pending(1),
-    ])
-    expect(status).toMatchObject({ phase: "FAILED" })
-    expect(status.detail).toBe(
-      "replica 0 keeps failing: 5 attempts in a row ended before it was ready; the last: exited with code 127; last output: vllm: command not found",
-    )
-    expect(status.idle).toBeUndefined()
+  test(`${CrashLoopAttempts} failed attempts in a row, none ready: failed, saying why, though it restarts`, () => {
+    expect(observation(looping([1, 2, 3, 4, 5].map((n) => failedAttempt(n))))).toEqual({
+      state: "failed",
+      detail:
+        "keeps failing: 5 attempts in a row ended before it was ready; the last: exited with code 127; last output: vllm: command not found",
+    })
   })
 
   test("one of them ready (a server that served, then crashed): not a crash loop; the reason shows while it retries", () => {
     const attempts = [1, 2, 3, 4, 5].map((n) => failedAttempt(n, n === 3 ? { ready: true } : {}))
-    const status = servingStatus(servingJob(1), [looping(attempts), running(1)])
-    expect(status.phase).toBe("INITIALIZING")
-    expect(status.detail).toMatch(/^0\/1 replicas ready; replica 0: retrying after failure 5 of 101/)
+    const seen = observation(looping(attempts))
+    expect(seen.state).toBe("starting")
+    expect(seen.detail).toMatch(/^restarting \(attempt 6\): retrying after failure 5 of 101/)
   })
 
-  test("once its job is cancelled nothing runs: idle, so a teardown or a delete completes", () => {
-    const status = servingStatus(servingJob(1, "CANCELLED"), [
-      { ...looping([1, 2, 3, 4, 5].map((n) => failedAttempt(n))), state: "KILLED" },
-      ended(1, "KILLED"),
-    ])
-    expect(status).toMatchObject({ phase: "FAILED", idle: true })
+  test("once it is stopped nothing runs: ended, so a drain or a delete completes", () => {
+    const stopped = { ...looping([1, 2, 3, 4, 5].map((n) => failedAttempt(n))), state: "KILLED" as const }
+    expect(observation(stopped).state).toBe("ended")
   })
 })

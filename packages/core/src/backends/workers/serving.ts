@@ -1,23 +1,34 @@
 /**
- * Swarms on a `workers` backend: the replicas and a router run as the tasks of an internal serving
- * job (one per swarm generation: `srv-<swarm>-g<generation>`), placed by the scheduler and pulled by
- * agents like any task. Replica tasks serve on the `PORT` their agent picks; the router task (the last
- * index) is the agent's proxy over the ready replicas and gives the swarm its one endpoint.
+ * Swarms on a `workers` backend: a router of the swarm's own (an internal job of one task, the agent's
+ * proxy, `srv-<swarm>-<tag>-router<n>`) in front of replicas that are internal jobs of one task each
+ * (`srv-<swarm>-<tag>-r<slot>`), placed by the scheduler and pulled by agents like any task. The
+ * router outlives every generation of the swarm: an update or a scale starts and stops replicas
+ * (`rules/swarm-rollout` plans which), and the router sends requests to the swarm's serving replicas,
+ * which it reads from the swarm at each heartbeat. The tag (from the swarm's creation time) keeps a
+ * swarm made again under the same name from adopting its predecessor's jobs.
  *
- * That endpoint is the swarm's for its life: the first router picks its port, and every later router
- * of the swarm (a retry, a router moved off a lost worker, a new generation, a control plane restarted)
- * is told to listen on it again and is placed on the same host when it can be, so on one host the URL
- * never changes. A router moved to another host keeps the port but not the host.
+ * The endpoint is the swarm's for its life: a router that is retried or moved off a lost worker is told
+ * to listen on the same port and placed on the same host when it can be, so on one host the URL never
+ * changes. A router moved to another host keeps the port but not the host.
  */
 
 import type { Job, JobSpec, Task } from "../../model/job"
-import { FailedTaskStates, isFinished, isTerminalTask, type TaskState } from "../../model/states"
-import type { Swarm } from "../../model/swarm"
+import { FailedTaskStates, isTerminalTask, type TaskState } from "../../model/states"
+import type { ReplicaSlot, Swarm } from "../../model/swarm"
 import { withPendingReason } from "../../rules/job-status"
-import type { BackendDeps, ServingStatus } from "../protocol"
+import type { ReplicaObservation, RouterObservation } from "../../rules/swarm-rollout"
+import { BackendError } from "../../util/errors"
+import type { BackendDeps } from "../protocol"
 
-export function servingJobId(swarm: string, generation: number): string {
-  return `srv-${swarm}-g${generation}`
+const tag = (swarm: Swarm) => Date.parse(swarm.createdAt).toString(36)
+
+export function replicaJobId(swarm: Swarm, slot: number): string {
+  return `srv-${swarm.name}-${tag(swarm)}-r${slot}`
+}
+
+/** The router started at a generation: an update after a failure or a scale to 0 starts a new one. */
+export function routerJobId(swarm: Swarm, generation: number): string {
+  return `srv-${swarm.name}-${tag(swarm)}-router-g${generation}`
 }
 
 /** The replica command: the swarm's own, the built-in echo server for `model: echo`, or vLLM. */
@@ -27,16 +38,16 @@ export function replicaCommand(swarm: Swarm): string[] {
   return ["sh", "-c", 'exec vllm serve "$MODEL" --host 0.0.0.0 --port "$PORT" "$@"', "vllm", ...swarm.args]
 }
 
-function servingSpec(swarm: Swarm): JobSpec {
+function servingSpec(swarm: Swarm, command: string[]): JobSpec {
   return {
     name: swarm.name,
     backendId: swarm.backendId,
-    command: replicaCommand(swarm),
+    command,
     env: { ...swarm.env, MODEL: swarm.model },
     resources: { cpu: swarm.cpusPerReplica, memoryMiB: swarm.memoryMiBPerReplica, gpu: swarm.gpusPerReplica },
     constraints: [],
     preferences: [],
-    tasks: swarm.replicas + 1,
+    tasks: 1,
     priority: "production",
     // Servers are restarted when they exit; the budget bounds a crash loop, not a long life.
     maxRetriesFailure: 100,
@@ -47,52 +58,129 @@ function servingSpec(swarm: Swarm): JobSpec {
 }
 
 export function Serving(rt: BackendDeps) {
-  /**
-   * Cancel the serving jobs of every generation below `below`, from the one the swarm's handle names
-   * (or the first): a generation whose handle was never saved (a pass that lost a race) is not left running.
-   */
-  const cancelOlder = async (swarm: Swarm, below: number) => {
-    const from = Number(swarm.handle?.meta.generation ?? 1)
-    for (let g = Math.max(1, from); g < below; g++) {
-      const job = await rt.repos.jobs.get(swarm.project, servingJobId(swarm.name, g))
-      if (job && !job.cancelRequested && !["SUCCEEDED", "FAILED", "CANCELLED"].includes(job.status))
-        await rt.transitions.jobs.cancel(swarm.project, job.id)
-    }
+  const cancel = async (project: string, id: string) => {
+    const job = await rt.repos.jobs.get(project, id)
+    if (job && !job.cancelRequested && !["SUCCEEDED", "FAILED", "CANCELLED"].includes(job.status))
+      await rt.transitions.jobs.cancel(project, id)
+  }
+  const observeJob = async (project: string, id: string): Promise<{ job: Job; task: Task } | undefined> => {
+    const loaded = await rt.repos.jobs.load(project, id)
+    const task = loaded?.tasks[0]?.data
+    if (!loaded || !task) return undefined
+    return { job: loaded.job.data, task: withPendingReason(loaded.job.data, task) }
   }
   return {
-    /** Make sure the current generation's serving job exists; cancel older generations' jobs. */
-    async createOrUpdate(swarm: Swarm): Promise<NonNullable<Swarm["handle"]>> {
-      const { jobs } = rt.transitions
-      const id = servingJobId(swarm.name, swarm.generation)
-      await jobs.create(swarm.project, id, servingSpec(swarm), swarm.backendId!, {
-        serving: {
-          swarm: swarm.name,
-          generation: swarm.generation,
-          replicas: swarm.replicas,
-          healthPath: swarm.healthPath,
-          // A new generation's router keeps the address the swarm has (one this backend gave it).
-          ...(swarm.url && typeof swarm.handle?.meta.job === "string" ? { routerUrl: swarm.url } : {}),
-        },
-      })
-      await cancelOlder(swarm, swarm.generation)
-      return { id, url: "", meta: { generation: swarm.generation, job: id } }
+    async observeReplicaSet(
+      swarm: Swarm,
+    ): Promise<{ router: RouterObservation; replicas: Map<number, ReplicaObservation> }> {
+      // A swarm served by an earlier release (one job per generation, its router inside): that job is
+      // stopped, and the swarm comes up again as a router and replicas.
+      const legacy = swarm.handle?.meta.job
+      if (typeof legacy === "string") await cancel(swarm.project, legacy)
+      const replicas = new Map<number, ReplicaObservation>()
+      for (const r of swarm.replicaSet?.replicas ?? []) {
+        const seen = await observeJob(swarm.project, replicaJobId(swarm, r.slot))
+        replicas.set(r.slot, seen ? observation(seen.task) : { state: "missing" })
+      }
+      const id = swarm.handle?.meta.router
+      const routerSeen = typeof id === "string" ? await observeJob(swarm.project, id) : undefined
+      return { router: routerSeen ? observation(routerSeen.task) : { state: "missing" }, replicas }
     },
 
-    async status(swarm: Swarm): Promise<ServingStatus | { gone: true }> {
-      if (!swarm.handle) return { gone: true }
-      const loaded = await rt.repos.jobs.load(swarm.project, swarm.handle.id)
-      if (!loaded?.job.data.serving) return { gone: true }
-      return servingStatus(
-        loaded.job.data,
-        loaded.tasks.map((t) => withPendingReason(loaded.job.data, t.data)),
+    async startReplica(swarm: Swarm, replica: ReplicaSlot): Promise<void> {
+      await rt.transitions.jobs.create(
+        swarm.project,
+        replicaJobId(swarm, replica.slot),
+        servingSpec(swarm, replicaCommand(swarm)),
+        swarm.backendId!,
+        {
+          serving: {
+            swarm: swarm.name,
+            generation: replica.generation,
+            replicas: 1,
+            slot: replica.slot,
+            healthPath: swarm.healthPath,
+          },
+        },
       )
     },
 
-    /** Stop everything of the swarm: its serving job is cancelled; the agents stop the processes. */
-    async delete(swarm: Swarm): Promise<void> {
-      await cancelOlder(swarm, swarm.generation + 1)
+    async stopReplicas(swarm: Swarm, slots: readonly number[]): Promise<void> {
+      for (const slot of slots) await cancel(swarm.project, replicaJobId(swarm, slot))
+    },
+
+    async runRouter(swarm: Swarm): Promise<NonNullable<Swarm["handle"]>> {
+      const current = typeof swarm.handle?.meta.router === "string" ? swarm.handle.meta.router : undefined
+      const job = current ? await rt.repos.jobs.get(swarm.project, current) : undefined
+      const live = job && !job.cancelRequested && !["SUCCEEDED", "FAILED", "CANCELLED"].includes(job.status)
+      if (current && live) return swarm.handle!
+      // The first router, or one after the last ended (a scale to 0, a failure, then an update): a new
+      // job, listening where the swarm's endpoint was when it had one this backend gave it.
+      const id = routerJobId(swarm, swarm.generation)
+      if (id === current)
+        throw new BackendError(
+          `the swarm's router (job ${id}) ended outside swarmplane; update the swarm to start a new one`,
+          false,
+        )
+      await rt.transitions.jobs.create(
+        swarm.project,
+        id,
+        servingSpec(swarm, ["swarmplane-agent", "router"]),
+        swarm.backendId!,
+        {
+          serving: {
+            swarm: swarm.name,
+            generation: swarm.generation,
+            replicas: 0,
+            healthPath: swarm.healthPath,
+            ...(swarm.url && (current || typeof swarm.handle?.meta.job === "string")
+              ? { routerUrl: swarm.url }
+              : {}),
+          },
+        },
+      )
+      return { id, url: "", meta: { router: id } }
+    },
+
+    async stopRouter(swarm: Swarm): Promise<void> {
+      const id = swarm.handle?.meta.router
+      if (typeof id === "string") await cancel(swarm.project, id)
     },
   }
+}
+
+/** What one serving task (a replica or the router) is, as the rollout reads it. Pure. */
+export function observation(t: Task): ReplicaObservation {
+  const attempt = t.attempts.at(-1)
+  const over = isTerminalTask(t.state)
+  if ((FailedTaskStates as readonly TaskState[]).includes(t.state)) {
+    const exit = attempt?.exitCode
+    return {
+      state: "failed",
+      over,
+      detail: `${t.state.toLowerCase()}${exit !== undefined ? ` (exit code ${exit})` : ""}${t.pendingReason ? `: ${t.pendingReason}` : ""}`,
+    }
+  }
+  if (over) return { state: "ended", detail: t.state.toLowerCase() }
+  if (crashLoops(t)) {
+    const last = t.attempts.filter((a) => a.finishedAt).at(-1)
+    return {
+      state: "failed",
+      detail: `keeps failing: ${CrashLoopAttempts} attempts in a row ended before it was ready; the last: ${last?.message ?? last?.reason ?? "failed"}`,
+    }
+  }
+  if (t.state === "RUNNING" && attempt?.ready && attempt.endpoint)
+    return { state: "ready", url: attempt.endpoint }
+  if (t.state === "PENDING" && t.attempts.length === 0)
+    return { state: "pending", ...(t.pendingReason ? { detail: t.pendingReason } : {}) }
+  const tries = t.attempts.length
+  const detail =
+    t.state === "RUNNING"
+      ? attempt?.message || undefined
+      : tries > 1 || (t.state === "PENDING" && tries > 0)
+        ? `restarting (attempt ${t.state === "PENDING" ? tries + 1 : tries})${t.pendingReason ? `: ${t.pendingReason}` : ""}`
+        : undefined
+  return { state: "starting", ...(detail ? { detail } : {}) }
 }
 
 /**
@@ -122,95 +210,4 @@ export const CrashLoopAttempts = 5
 function crashLoops(t: Task): boolean {
   const ended = t.attempts.filter((a) => a.finishedAt).slice(-CrashLoopAttempts)
   return ended.length === CrashLoopAttempts && ended.every((a) => a.state === "FAILED" && !a.ready)
-}
-
-const replicaState = (t: Task): string => {
-  const attempt = t.attempts.at(-1)
-  if (t.state === "RUNNING" && attempt?.ready) return "READY"
-  return t.state
-}
-
-/** A serving job's tasks, read as a swarm: phase, endpoint, per-replica state. Pure. */
-export function servingStatus(job: Job, tasks: Task[]): ServingStatus {
-  const replicas = job.serving!.replicas
-  const sorted = [...tasks].sort((a, b) => a.index - b.index)
-  const replicaTasks = sorted.filter((t) => t.index < replicas)
-  const router = sorted.find((t) => t.index === replicas)
-  const items = replicaTasks.map((t) => ({
-    index: t.index,
-    state: replicaState(t),
-    ...(t.attempts.at(-1)?.endpoint && t.state === "RUNNING" ? { url: t.attempts.at(-1)!.endpoint! } : {}),
-    ...(t.pendingReason ? { message: t.pendingReason } : {}),
-  }))
-  const ready = items.filter((i) => i.state === "READY").length
-  // Nothing of it runs or waits any more: a teardown is complete, whatever the phase.
-  const idle = isFinished(job.status) || sorted.every((t) => isTerminalTask(t.state))
-  const replicaStatus = { ready, total: replicas, items }
-  const what = (t: Task) => (t.index === replicas ? "the router" : `replica ${t.index}`)
-  // A server that keeps failing before it is ever ready will not come up by itself: the swarm fails
-  // (and is torn down) instead of restarting it for hours, and says why.
-  const looping = sorted.find((t) => crashLoops(t))
-  if (looping) {
-    const last = looping.attempts.filter((a) => a.finishedAt).at(-1)
-    return {
-      phase: "FAILED",
-      detail: `${what(looping)} keeps failing: ${CrashLoopAttempts} attempts in a row ended before it was ready; the last: ${last?.message ?? last?.reason ?? "failed"}`,
-      replicas: replicaStatus,
-      generation: job.serving!.generation,
-      ...(idle ? { idle } : {}),
-    }
-  }
-  const failed = sorted.find((t) => (FailedTaskStates as readonly TaskState[]).includes(t.state))
-  if (failed) {
-    const exit = failed.attempts.at(-1)?.exitCode
-    return {
-      phase: "FAILED",
-      detail: `${what(failed)} ${failed.state.toLowerCase()}${exit !== undefined ? ` (exit code ${exit})` : ""}${failed.pendingReason ? `: ${failed.pendingReason}` : ""}`,
-      replicas: replicaStatus,
-      generation: job.serving!.generation,
-      ...(idle ? { idle } : {}),
-    }
-  }
-  if (idle) return { phase: "STOPPED", replicas: replicaStatus, generation: job.serving!.generation, idle }
-  const routerAttempt = router?.attempts.at(-1)
-  if (router?.state === "RUNNING" && routerAttempt?.ready && routerAttempt.endpoint && ready === replicas)
-    return {
-      phase: "RUNNING",
-      url: routerAttempt.endpoint,
-      replicas: replicaStatus,
-      generation: job.serving!.generation,
-    }
-  // Why a replica is not ready yet, when it says (a failure it is retrying after, a reason it waits).
-  const trouble = replicaTasks.find((t) => t.pendingReason && t.state === "PENDING")
-  const routerDown = router && routerTrouble(router)
-  if (sorted.some((t) => t.state !== "PENDING"))
-    return {
-      phase: "INITIALIZING",
-      detail: `${ready}/${replicas} replicas ready${routerDown ? `; ${routerDown}` : ""}${trouble ? `; ${what(trouble)}: ${trouble.pendingReason}` : ""}`,
-      replicas: replicaStatus,
-      generation: job.serving!.generation,
-    }
-  const reason = sorted.find((t) => t.pendingReason)?.pendingReason
-  return {
-    phase: "PENDING",
-    ...(reason ? { detail: reason } : {}),
-    replicas: replicaStatus,
-    generation: job.serving!.generation,
-  }
-}
-
-/**
- * Why a router that served, or was meant to, is not serving now, in words: what its agent says of it
- * (restarting it, waiting for its port), or that the control plane is placing it again. Undefined while
- * it serves, and while a first router waits for its replicas.
- */
-function routerTrouble(router: Task): string | undefined {
-  const attempt = router.attempts.at(-1)
-  if (router.state === "RUNNING") return attempt?.ready ? undefined : attempt?.message
-  const tries = router.attempts.length
-  if (router.state === "PENDING" && tries > 0)
-    return `router restarting (attempt ${tries + 1})${router.pendingReason ? `: ${router.pendingReason}` : ""}`
-  if ((router.state === "ASSIGNED" || router.state === "BUILDING") && tries > 1)
-    return `router restarting (attempt ${tries})`
-  return undefined
 }

@@ -1,0 +1,99 @@
+/**
+ * Serving that survives updates, on a local plane with real agents: a steady stream of streamed chat
+ * completions through a 2-replica echo swarm's URL while the swarm is updated twice (new replica spec:
+ * a rolling update) and scaled 2 → 4 → 2. Not one request may fail, the URL never changes, and the
+ * latencies of each phase are printed beside those before it.
+ */
+import { afterAll, beforeAll, expect, test } from "vitest"
+import { type Plane, startAgent, startPlane, stopAgents, until } from "./support/plane"
+import { phaseTable, steadyLoad } from "./support/steady-load"
+
+let p: Plane
+beforeAll(async () => {
+  p = await startPlane()
+})
+afterAll(async () => {
+  await stopAgents()
+  await p.stop()
+})
+
+/** Service time of each replica per request, ms; the rate of requests per second. */
+const DelayMs = Number(process.env.SWARMPLANE_LOAD_DELAY_MS ?? 20)
+const RatePerS = Number(process.env.SWARMPLANE_LOAD_RATE ?? 40)
+
+test("a steady request rate through two rolling updates and a scale 2 → 4 → 2: zero failed requests, one URL", {
+  timeout: 240_000,
+}, async () => {
+  expect(
+    (await p.call("POST", "/v1/backends", { id: "pool", config: { type: "workers", heartbeatIntervalS: 1 } }))
+      .status,
+  ).toBe(201)
+  startAgent(p, "pool", "load-a", { cpu: 4 })
+  startAgent(p, "pool", "load-b", { cpu: 4 })
+  const spec = (replicas: number, delayMs: number) => ({
+    name: "llm",
+    model: "echo",
+    replicas,
+    cpusPerReplica: 0.5,
+    memoryMiBPerReplica: 128,
+    args: ["--delay-ms", String(delayMs)],
+    // A router heartbeat is 1 s here: 3 s of drain covers it and every request in flight.
+    rollout: { maxSurge: 1, maxUnavailable: 0, drainTimeoutS: 3 },
+    backendId: "pool",
+  })
+  const get = async () => (await p.call("GET", "/v1/swarms/llm")).json
+  /** Until the swarm serves its current spec in full, and nothing of an older one is left. */
+  const settled = async (what: string, replicas: number) =>
+    until(
+      what,
+      async () => {
+        const s = await get()
+        const set = s.replicaSet?.replicas ?? []
+        return (
+          s.phase === "RUNNING" &&
+          s.observedGeneration === s.generation &&
+          set.length === replicas &&
+          set.every((r: { state: string }) => r.state === "serving") &&
+          s
+        )
+      },
+      90_000,
+    )
+
+  expect((await p.call("POST", "/v1/swarms", spec(2, DelayMs))).status).toBe(202)
+  const first = await settled("the swarm to serve with 2 replicas", 2)
+  const url: string = first.url
+  const firstRouter = first.handle.meta.router
+
+  const load = steadyLoad(url, { ratePerS: RatePerS, stream: true })
+  await new Promise((r) => setTimeout(r, 3_000))
+
+  const step = async (phase: string, replicas: number, delayMs: number) => {
+    load.mark(phase)
+    const before = await get()
+    expect((await p.call("POST", "/v1/swarms", spec(replicas, delayMs))).status).toBe(202)
+    const after = await settled(`the swarm to settle after ${phase}`, replicas)
+    expect(after.url).toBe(url)
+    expect(after.handle.meta.router).toBe(firstRouter)
+    return { before, after }
+  }
+  const u1 = await step("update 1", 2, DelayMs + 1)
+  // A new replica spec: every replica was replaced.
+  const slots = (s: { replicaSet: { replicas: { slot: number }[] } }) =>
+    s.replicaSet.replicas.map((r) => r.slot)
+  expect(slots(u1.after).some((slot: number) => slots(u1.before).includes(slot))).toBe(false)
+  await step("update 2", 2, DelayMs)
+  const up = await step("scale 2 → 4", 4, DelayMs)
+  // A scale keeps the replicas that run and adds to them.
+  expect(slots(up.after)).toEqual(expect.arrayContaining(slots(up.before)))
+  await step("scale 4 → 2", 2, DelayMs)
+  load.mark("after")
+  await new Promise((r) => setTimeout(r, 2_000))
+  const { phases, failures } = await load.stop()
+
+  console.log(
+    `steady load, ${RatePerS} req/s of streamed chat completions, ${DelayMs} ms service time per request\n${phaseTable(phases)}`,
+  )
+  expect(failures).toEqual([])
+  for (const ph of phases) expect(ph.requests, ph.phase).toBeGreaterThan(0)
+})
