@@ -39,6 +39,8 @@ beforeAll(async () => {
     model: "echo",
     replicas: 2,
     memoryMiBPerReplica: 256,
+    // Autoscaled between 2 and 3: idle, it stays at 2, and its page shows the autoscaler's card.
+    autoscaling: { minReplicas: 2, maxReplicas: 3 },
     backendId: "pool",
   })
   expect(created.status).toBe(202)
@@ -155,6 +157,12 @@ describe.skipIf(!executablePath)("the dashboard in a browser", () => {
       await page.getByRole("link", { name: "demo", exact: true }).click()
       await page.locator("#replicas tbody tr").nth(1).waitFor()
       expect(await page.locator("#overview").textContent()).toContain("current")
+      // Each replica with its generation, in the router; the autoscaler's count and range.
+      expect(await page.locator("#replicas thead").textContent()).toContain("Generation")
+      expect(await page.locator("#replicas tbody tr", { hasText: "READY" }).count()).toBe(2)
+      const autoscaler = await page.locator("#autoscaler").textContent()
+      expect(autoscaler).toContain("Replicas decided2")
+      expect(autoscaler).toContain("2–3, target 32 in flight per replica")
       // Its traffic from the router's counters: a row per window, and the requests/s chart.
       await page.locator('#traffic tr[data-key="window-1m"]').waitFor()
       expect(await page.locator("#traffic figure svg polyline").count()).toBe(1)

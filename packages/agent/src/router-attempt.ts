@@ -62,7 +62,7 @@ const defaults: Required<RouterSupervision> = {
 }
 
 /** What the agent tells its router process; a `connection` comes with the client's socket. */
-type ToRouter = { type: "upstreams"; upstreams: string[] } | { type: "connection" }
+type ToRouter = { type: "upstreams"; upstreams: string[]; holdMs?: number } | { type: "connection" }
 /**
  * What a router process tells its agent: it is ready to take the replicas and connections; and, every
  * second while they change, its counters since it started (`startedAt`, epoch ms).
@@ -78,6 +78,10 @@ export class RouterAttempt implements Attempt {
   private readonly o: Required<RouterSupervision>
   /** The ready replicas, as the last heartbeat answer listed them. */
   private upstreams: string[]
+  /** A swarm that scales to zero: how long its router holds a request for a replica, ms (0: not). */
+  private holdMs: number
+  /** While requests wait for a replica: heartbeats come often, so the replica that wakes is seen soon. */
+  private waker: NodeJS.Timeout | undefined
   private readonly listener: Server
   /** The attempt's port, once the agent listens on it. */
   private port: number | undefined
@@ -110,6 +114,7 @@ export class RouterAttempt implements Attempt {
     this.uid = desired.attemptUid
     this.o = { ...defaults, ...options }
     this.upstreams = [...(desired.upstreams ?? [])]
+    this.holdMs = (desired.wakeHoldS ?? 0) * 1000
     // Paused: a connection's bytes are read by the router process it is handed to, not here.
     this.listener = createServer({ pauseOnConnect: true }, (socket) => this.accept(socket))
     this.listener.on("error", () => undefined)
@@ -135,17 +140,21 @@ export class RouterAttempt implements Attempt {
       !this.outcome &&
       this.port !== undefined &&
       this.up &&
-      this.upstreams.length > 0 &&
+      // Scaled to zero it serves by holding requests while a replica wakes.
+      (this.upstreams.length > 0 || this.holdMs > 0) &&
       this.probeFails < this.o.probeFailures
     )
   }
 
   update(desired: DesiredAttempt): void {
     const next = desired.upstreams ?? []
-    if (next.join(" ") === this.upstreams.join(" ")) return
+    const holdMs = (desired.wakeHoldS ?? 0) * 1000
+    if (next.join(" ") === this.upstreams.join(" ") && holdMs === this.holdMs) return
     const wasReady = this.ready
     this.upstreams = [...next]
-    if (this.up) this.tell({ type: "upstreams", upstreams: this.upstreams })
+    this.holdMs = holdMs
+    if (this.up) this.tell({ type: "upstreams", upstreams: this.upstreams, holdMs })
+    this.watchWaiting()
     this.ctx.log.info(`attempt ${this.uid}: router upstreams now ${this.describeUpstreams()}`)
     if (this.ready !== wasReady) this.ctx.onChange()
   }
@@ -285,16 +294,37 @@ export class RouterAttempt implements Attempt {
     child.on("message", (message: FromRouter) => {
       if (child !== this.child) return
       if (message?.type === "hello") this.hello(child)
-      else if (message?.type === "totals") this.totals = { startedAt: message.startedAt, ...message.totals }
+      else if (message?.type === "totals") {
+        const before = this.totals?.waiting ?? 0
+        this.totals = { startedAt: message.startedAt, ...message.totals }
+        // Requests began to wait for a replica: the control plane hears it now, to wake one.
+        if (before === 0 && (this.totals.waiting ?? 0) > 0) this.ctx.onChange()
+        this.watchWaiting()
+      }
     })
     child.once("exit", (code, signal) => this.exited(child, code, signal))
+  }
+
+  /**
+   * While requests wait for a replica and none is known, heartbeat about every quarter second (the
+   * agent's least gap), so the replica that wakes reaches the router soon; stop once one is known.
+   */
+  private watchWaiting(): void {
+    const waiting = (this.totals?.waiting ?? 0) > 0 && this.upstreams.length === 0 && !this.outcome
+    if (waiting && !this.waker) {
+      this.waker = setInterval(() => this.ctx.onChange(), 250)
+      this.waker.unref()
+    } else if (!waiting && this.waker) {
+      clearInterval(this.waker)
+      this.waker = undefined
+    }
   }
 
   /** A router process is up: give it the replicas, then the connections that waited for it. */
   private hello(child: ChildProcess): void {
     const wasReady = this.ready
     this.up = true
-    this.tell({ type: "upstreams", upstreams: this.upstreams })
+    this.tell({ type: "upstreams", upstreams: this.upstreams, holdMs: this.holdMs })
     for (const { socket } of this.held.splice(0)) this.handOver(socket)
     if (this.note?.startsWith("router restarting")) this.note = undefined
     this.ctx.log.info(`attempt ${this.uid}: router process ${child.pid} up`)
@@ -373,6 +403,8 @@ export class RouterAttempt implements Attempt {
   /** Stop listening and drop the connections held: the attempt is ending. */
   private release(): void {
     clearInterval(this.timer)
+    if (this.waker) clearInterval(this.waker)
+    this.waker = undefined
     this.listener.close()
     for (const { socket } of this.held.splice(0)) socket.destroy()
   }
@@ -473,7 +505,17 @@ export async function runRouterProcess(): Promise<number> {
     )
     return 2
   }
-  const router = createRouter()
+  const startedAt = Date.now()
+  let last = ""
+  const sendTotals = () => {
+    const now = router.metrics.totals(router.waiting())
+    const text = JSON.stringify(now)
+    if (text === last || !process.connected) return
+    last = text
+    process.send?.({ type: "totals", startedAt, totals: now } satisfies FromRouter)
+  }
+  // A request that starts to wait for a replica is told to the agent at once (it asks for a wake).
+  const router = createRouter([], { onWaiting: () => setImmediate(sendTotals) })
   const done = new Promise<void>((resolve) => {
     process.once("disconnect", resolve)
     process.once("SIGTERM", resolve)
@@ -482,24 +524,17 @@ export async function runRouterProcess(): Promise<number> {
   // The server never listens (the agent does), so it does not track its connections itself.
   const connections = new Set<Socket>()
   process.on("message", (message: ToRouter, handle: unknown) => {
-    if (message?.type === "upstreams" && Array.isArray(message.upstreams))
+    if (message?.type === "upstreams" && Array.isArray(message.upstreams)) {
+      router.setHold(typeof message.holdMs === "number" ? message.holdMs : 0)
       router.setUpstreams(message.upstreams.filter((u) => typeof u === "string"))
-    else if (message?.type === "connection" && handle instanceof Socket) {
+    } else if (message?.type === "connection" && handle instanceof Socket) {
       connections.add(handle)
       handle.once("close", () => connections.delete(handle))
       router.server.emit("connection", handle)
     }
   })
   process.send({ type: "hello" } satisfies FromRouter)
-  const startedAt = Date.now()
-  let last = ""
-  const totals = setInterval(() => {
-    const now = router.metrics.totals()
-    const text = JSON.stringify(now)
-    if (text === last || !process.connected) return
-    last = text
-    process.send?.({ type: "totals", startedAt, totals: now } satisfies FromRouter)
-  }, TotalsEveryMs)
+  const totals = setInterval(sendTotals, TotalsEveryMs)
   totals.unref()
   await done
   clearInterval(totals)

@@ -80,6 +80,13 @@ export interface RouterTotals {
   tokens: number
   /** Requests in flight now, over all replicas. */
   inFlight: number
+  /**
+   * Requests in flight integrated over time, seconds (two of these over the time between give the mean
+   * number in flight then: what the control plane's autoscaler scales on).
+   */
+  busySeconds: number
+  /** Requests held for want of a replica (a swarm scaled to zero, waking). */
+  waiting: number
   /** Per-bucket counts of request duration and time to first byte (`DurationBuckets`, then above). */
   durationBuckets: number[]
   firstByteBuckets: number[]
@@ -90,6 +97,16 @@ export function routerMetrics(now: () => number = () => performance.now()) {
   const all = { failures: 0, tokens: 0, answers: {} as Record<string, number> }
   const allDuration = new Histogram()
   const allFirstByte = new Histogram()
+  // The area under "requests in flight" since the start: `busyMs` up to `since`, `open` in flight since.
+  let busyMs = 0
+  let open = 0
+  let since = now()
+  const move = (by: 1 | -1) => {
+    const t = now()
+    busyMs += open * (t - since)
+    since = t
+    open += by
+  }
   const of = (upstream: string): UpstreamStats => {
     let s = stats.get(upstream)
     if (!s) {
@@ -113,6 +130,7 @@ export function routerMetrics(now: () => number = () => performance.now()) {
     begin(upstream: string): Passage {
       const s = of(upstream)
       s.inFlight++
+      move(1)
       const started = now()
       let ended = false
       let firstByteSeen = false
@@ -124,6 +142,7 @@ export function routerMetrics(now: () => number = () => performance.now()) {
         if (ended) return false
         ended = true
         s.inFlight--
+        move(-1)
         return true
       }
       return {
@@ -192,7 +211,7 @@ export function routerMetrics(now: () => number = () => performance.now()) {
     },
 
     /** The router's counters since it started (see `RouterTotals`). */
-    totals(): RouterTotals {
+    totals(waiting = 0): RouterTotals {
       let inFlight = 0
       for (const st of stats.values()) inFlight += st.inFlight
       const buckets = (h: Histogram) => [...h.counts, h.count - h.counts.reduce((a, b) => a + b, 0)]
@@ -202,6 +221,8 @@ export function routerMetrics(now: () => number = () => performance.now()) {
         answers: { ...all.answers },
         tokens: all.tokens,
         inFlight,
+        busySeconds: (busyMs + open * (now() - since)) / 1000,
+        waiting,
         durationBuckets: buckets(allDuration),
         firstByteBuckets: buckets(allFirstByte),
       }

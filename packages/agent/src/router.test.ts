@@ -325,3 +325,57 @@ async function blackhole(): Promise<{ url: string; close(): void }> {
 async function until(done: () => boolean): Promise<void> {
   while (!done()) await new Promise((r) => setImmediate(r))
 }
+
+describe("a swarm scaled to zero: requests held while a replica wakes", () => {
+  it("holds a request with no upstream, says it waits, and answers it once a replica comes", async () => {
+    let told = 0
+    const r = createRouter([], { onWaiting: () => told++ })
+    r.setHold(10_000)
+    const url = `http://127.0.0.1:${await r.listen(0)}`
+    try {
+      const answer = fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ messages: [{ role: "user", content: "wake up" }] }),
+      })
+      for (let i = 0; i < 100 && r.waiting() === 0; i++) await new Promise((ok) => setImmediate(ok))
+      expect(r.waiting()).toBe(1)
+      expect(told).toBe(1)
+      expect(r.metrics.totals(r.waiting()).waiting).toBe(1)
+      r.setUpstreams([urlA])
+      const res = await answer
+      expect(res.status).toBe(200)
+      expect(JSON.stringify(await res.json())).toContain("wake up")
+      expect(r.waiting()).toBe(0)
+    } finally {
+      await r.close()
+    }
+  })
+
+  it("answers 503 with Retry-After when no replica came within the hold", async () => {
+    const r = createRouter()
+    r.setHold(200)
+    const url = `http://127.0.0.1:${await r.listen(0)}`
+    try {
+      const held = await fetch(`${url}/v1/models`)
+      expect(held.status).toBe(503)
+      expect(held.headers.get("retry-after")).toBe("1")
+      expect((await held.json()).error).toMatchObject({ code: "router.waking" })
+      expect(r.waiting()).toBe(0)
+    } finally {
+      await r.close()
+    }
+  })
+
+  it("without a hold, no upstream is a 503 at once, as before", async () => {
+    const r = createRouter()
+    const url = `http://127.0.0.1:${await r.listen(0)}`
+    try {
+      const res = await fetch(`${url}/v1/models`)
+      expect(res.status).toBe(503)
+      expect((await res.json()).error).toMatchObject({ code: "router.no_upstream" })
+    } finally {
+      await r.close()
+    }
+  })
+})

@@ -29,8 +29,18 @@ export const RouterMetricsPath = "/_swarmplane/metrics"
 
 export interface Router {
   readonly server: Server
-  /** Replace the upstreams (base URLs such as `http://10.0.0.5:8000`). Requests in flight go on. */
+  /**
+   * Replace the upstreams (base URLs such as `http://10.0.0.5:8000`). Requests in flight go on; requests
+   * held for want of one (see `holdMs`) go to the new ones.
+   */
   setUpstreams(upstreams: readonly string[]): void
+  /**
+   * A swarm scaled to zero: with no upstream, hold each request up to `ms` for one to come (0: answer
+   * 503 at once, the default), then answer 503 with `Retry-After`.
+   */
+  setHold(ms: number): void
+  /** Requests held now for want of an upstream. */
+  waiting(): number
   upstreams(): readonly string[]
   /** What it measured of each replica (in flight, answers, tokens, latency percentiles). */
   readonly metrics: RouterMetrics
@@ -61,6 +71,8 @@ export interface RouterOptions {
    * (`round-robin`, what the router did before; kept as the benchmark's baseline).
    */
   balance?: "least-outstanding" | "round-robin"
+  /** Called when a request starts waiting for an upstream (so the agent can ask for a wake at once). */
+  onWaiting?: () => void
   now?: () => number
 }
 
@@ -78,14 +90,47 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
   let targets: URL[] = []
   let next = 0
   const metrics = routerMetrics()
+  let holdMs = 0
+  /** Requests waiting for an upstream, oldest first. */
+  const held = new Set<{ go: () => void; timer: NodeJS.Timeout }>()
   const setUpstreams = (upstreams: readonly string[]) => {
     // An unparsable upstream is skipped rather than failing every request.
     const parsed = upstreams.flatMap((u) => (URL.canParse(u) ? [[u, new URL(u)] as const] : []))
     given = parsed.map(([u]) => u)
     targets = parsed.map(([, url]) => url)
     metrics.retain(targets.map((u) => u.origin))
+    if (targets.length > 0)
+      for (const h of [...held]) {
+        held.delete(h)
+        clearTimeout(h.timer)
+        h.go()
+      }
   }
   setUpstreams(initial)
+
+  /** Hold a request until an upstream comes or `holdMs` passes (then 503 with `Retry-After`). */
+  const hold = (req: IncomingMessage, res: ServerResponse) => {
+    const entry = {
+      go: () => route(req, res),
+      timer: setTimeout(() => {
+        held.delete(entry)
+        const retryS = Math.max(1, Math.ceil(holdMs / 10_000))
+        res.setHeader("retry-after", String(retryS))
+        sendError(
+          res,
+          503,
+          "router.waking",
+          `the swarm is scaled to zero and no replica was ready within ${Math.round(holdMs / 1000)} s; retry in ${retryS} s`,
+        )
+      }, holdMs),
+    }
+    held.add(entry)
+    // A client that gave up is not served later.
+    res.once("close", () => {
+      if (held.delete(entry)) clearTimeout(entry.timer)
+    })
+    options.onWaiting?.()
+  }
 
   const server = createServer((req, res) => {
     if (req.url === RouterStatusPath) {
@@ -103,6 +148,11 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
       res.end(text)
       return
     }
+    if (targets.length === 0 && holdMs > 0) return hold(req, res)
+    route(req, res)
+  })
+
+  const route = (req: IncomingMessage, res: ServerResponse) => {
     if (targets.length === 0) {
       sendError(res, 503, "router.no_upstream", "no ready replica to route to yet; retry shortly")
       return
@@ -128,11 +178,15 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
       metrics,
     }
     bufferBody(req, (body) => forward(req, res, [...new Set(order)], options, body))
-  })
+  }
 
   return {
     server,
     setUpstreams,
+    setHold: (ms: number) => {
+      holdMs = Math.max(0, ms)
+    },
+    waiting: () => held.size,
     upstreams: () => given,
     metrics,
     listen: (port = 0, host = "127.0.0.1") =>
@@ -145,6 +199,8 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
       }),
     close: () =>
       new Promise((resolve) => {
+        for (const h of held) clearTimeout(h.timer)
+        held.clear()
         server.close(() => resolve())
         server.closeAllConnections()
       }),

@@ -39,8 +39,27 @@ export function swarmPairs(p: Paint, s: Swarm): [string, Cell][] {
     ["Backend", s.backendId],
     ["Message", s.message],
     ["Last rollout step", s.replicaSet?.lastChange],
+    ["Autoscaler", autoscalerLine(s)],
+    [
+      "Last wake",
+      s.autoscaler?.wake?.seconds !== undefined
+        ? `${s.autoscaler.wake.seconds.toFixed(1)} s from a request to a replica serving (${s.autoscaler.wake.requestedAt})`
+        : undefined,
+    ],
     ["Updated", `${s.updatedAt} (${age(s.updatedAt)} ago)`],
   ]
+}
+
+/** With `autoscaling`: the count decided, its range, the load read, and the last decision. */
+function autoscalerLine(s: Swarm): string | undefined {
+  const a = s.autoscaling
+  if (!a) return undefined
+  const st = s.autoscaler
+  const reading = st?.reading
+    ? `; load ${st.reading.inFlight} in flight (wants ${st.reading.wanted})`
+    : "; no load reading yet"
+  const last = st?.decisions.at(-1)
+  return `${st?.replicas ?? "?"} replicas (${a.minReplicas}–${a.maxReplicas}, target ${a.targetInflightPerReplica} in flight each)${reading}${last ? `; last: ${last.reason} (${last.at})` : ""}`
 }
 
 /** argv as a shell would need it typed, for display. */

@@ -5,6 +5,7 @@
  */
 import type { ReplicaSetBackend, ServingBackend } from "../backends/protocol"
 import type { Swarm } from "../model/swarm"
+import { autoscale } from "../rules/swarm-autoscale"
 import { observe } from "../rules/swarm-phase"
 import { planRollout } from "../rules/swarm-rollout"
 import type { StoredItem } from "../store/port"
@@ -111,7 +112,16 @@ export async function reconcileReplicaSet(
   const nowMs = rt.clock.now()
   const now = iso(nowMs)
   const seen = await backend.observeReplicaSet(swarm)
-  const plan = planRollout({ swarm, replicas: seen.replicas, router: seen.router, now: nowMs })
+  // With `autoscaling`, the count follows the router's load (`rules/swarm-autoscale`).
+  const scaled =
+    swarm.autoscaling && swarm.desired === "running" ? await autoscaleStep(rt, swarm, nowMs) : undefined
+  const plan = planRollout({
+    swarm,
+    replicas: seen.replicas,
+    router: seen.router,
+    now: nowMs,
+    ...(scaled ? { target: scaled.state.replicas } : {}),
+  })
 
   let handle = swarm.handle
   if (plan.router === "run") handle = await backend.runRouter(swarm)
@@ -153,17 +163,49 @@ export async function reconcileReplicaSet(
     if (!next.message) delete next.message
     if (plan.observedGeneration !== undefined) next = { ...next, observedGeneration: plan.observedGeneration }
   }
-  next = { ...next, replicaSet: plan.replicaSet, replicaStatus: plan.replicaStatus }
+  next = {
+    ...next,
+    replicaSet: plan.replicaSet,
+    replicaStatus: plan.replicaStatus,
+    ...(scaled ? { autoscaler: scaled.state } : {}),
+  }
   const changed = plan.replicaSet.lastChange !== swarm.replicaSet?.lastChange
-  const reason = plan.start.length ? "replicas_started" : changed ? "rollout" : "observed"
+  const reason = scaled?.decision
+    ? "autoscaled"
+    : plan.start.length
+      ? "replicas_started"
+      : changed
+        ? "rollout"
+        : "observed"
   if (JSON.stringify(next) !== JSON.stringify(item.data)) {
-    const message = changed ? plan.replicaSet.lastChange : next.message
+    const message = scaled?.decision
+      ? `${scaled.decision.from} → ${scaled.decision.to} replicas: ${scaled.decision.reason}`
+      : changed
+        ? plan.replicaSet.lastChange
+        : next.message
     await rt.transitions.swarms.save(
       { ...item, data: { ...next, updatedAt: now }, fence },
-      { from, reason, ...(message ? { message } : {}) },
+      // An autoscaling decision and a rollout step are events of their own, whatever the phase does.
+      { from, reason, ...(message ? { message } : {}), always: !!scaled?.decision || changed },
     )
   }
   return plan.start.length ? "deployment_created" : reason
+}
+
+/** The autoscaler's step for a swarm with `autoscaling`: the router's samples read, a count decided. */
+async function autoscaleStep(rt: ControlDeps, swarm: Swarm, now: number) {
+  const samples = (await rt.repos.swarms.metrics(swarm.project, swarm.name))?.data.samples ?? []
+  const last = samples.at(-1)
+  const serving = (swarm.replicaSet?.replicas ?? []).filter((r) => r.state === "serving").length
+  return autoscale({
+    policy: swarm.autoscaling!,
+    specReplicas: swarm.replicas,
+    state: swarm.autoscaler,
+    samples,
+    ...(last && (last.waiting ?? 0) > 0 ? { wakeRequestedAt: last.at } : {}),
+    serving,
+    now,
+  })
 }
 
 /**

@@ -33,13 +33,31 @@ export const Autoscaling = z
       .max(10_000)
       .default(32)
       .describe("Concurrent requests per replica the autoscaler aims for."),
+    scaleUpDelayS: z
+      .number()
+      .int()
+      .min(0)
+      .max(86_400)
+      .default(0)
+      .describe("High load this long before adding replicas (0: at the first reading above the target)."),
     scaleDownDelayS: z
       .number()
       .int()
       .min(0)
       .max(86_400)
       .default(300)
-      .describe("Low load this long before removing a replica."),
+      .describe(
+        "Low load this long before removing replicas; with `minReplicas` 0, no request at all this long before scaling to zero.",
+      ),
+    wakeTimeoutS: z
+      .number()
+      .int()
+      .min(1)
+      .max(3600)
+      .default(300)
+      .describe(
+        "Scaled to zero, how long the router holds a request while a replica starts before it answers 503 with `Retry-After`.",
+      ),
   })
   .strict()
   .refine((a) => a.minReplicas <= a.maxReplicas, {
@@ -300,6 +318,52 @@ export const ReplicaSet = z
   .openapi("SwarmReplicaSet")
 export type ReplicaSet = z.infer<typeof ReplicaSet>
 
+export const AutoscaleDecision = z
+  .object({
+    at: Timestamp.describe("When it was decided."),
+    from: z.number().int().describe("Replicas before."),
+    to: z.number().int().describe("Replicas after."),
+    reason: z.string().describe("What the autoscaler read and why it moved."),
+  })
+  .openapi("SwarmAutoscaleDecision")
+export type AutoscaleDecision = z.infer<typeof AutoscaleDecision>
+
+export const AutoscalerState = z
+  .object({
+    replicas: z.number().int().describe("The replica count the autoscaler decided."),
+    reading: z
+      .object({
+        at: Timestamp.describe("The router sample it ends at."),
+        seconds: z.number().describe("The time it covers, s."),
+        inFlight: z.number().describe("Mean requests in flight over it."),
+        requests: z.number().int().describe("Requests answered in it."),
+        wanted: z.number().int().describe("The replicas that load asks for, within min and max."),
+      })
+      .optional()
+      .describe("The last load reading from the router's counters."),
+    lastRequestAt: Timestamp.optional().describe(
+      "The end of the last reading with a request in it (a swarm goes to zero only after none for `scaleDownDelayS`).",
+    ),
+    pressure: z
+      .object({
+        since: Timestamp.describe("Since when the load has asked for another count."),
+        wanted: z.number().int().describe("What it asks for now."),
+      })
+      .optional()
+      .describe("Load asking for a change, held until the policy's delay has passed."),
+    wake: z
+      .object({
+        requestedAt: Timestamp.describe("When a request arrived while scaled to zero."),
+        readyAt: Timestamp.optional().describe("When a replica served again."),
+        seconds: z.number().optional().describe("Wake time: from the request to a replica serving, s."),
+      })
+      .optional()
+      .describe("The last wake from zero replicas."),
+    decisions: z.array(AutoscaleDecision).describe("The last decisions, oldest first."),
+  })
+  .openapi("SwarmAutoscaler")
+export type AutoscalerState = z.infer<typeof AutoscalerState>
+
 export const Swarm = SwarmSpec.extend({
   project: Name.describe("Project the swarm belongs to."),
   phase: SwarmPhase.describe(
@@ -334,6 +398,9 @@ export const Swarm = SwarmSpec.extend({
     })
     .describe("Replica readiness."),
   handle: ServingHandle.optional().describe("Where the deployment is, once created."),
+  autoscaler: AutoscalerState.optional().describe(
+    "With `autoscaling`: the count it decided, the load it read, and its last decisions with their reasons.",
+  ),
   replicaSet: ReplicaSet.optional().describe(
     "On backends where swarmplane rolls the replicas itself (`workers`): each replica, its generation and whether the router sends it requests.",
   ),

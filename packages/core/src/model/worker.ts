@@ -91,6 +91,16 @@ export const RouterCounters = z
       .describe("Answers by status class (`2xx`, `4xx`, `5xx`)."),
     tokens: count.describe("Completion tokens answered (usage, else counted in streamed text)."),
     inFlight: count.describe("Requests being answered now."),
+    waiting: count
+      .optional()
+      .describe("Requests the router holds for want of a replica (a swarm scaled to zero, waking)."),
+    busySeconds: z
+      .number()
+      .min(0)
+      .optional()
+      .describe(
+        "Requests in flight integrated over time, s: over the time between two reports, the mean number in flight.",
+      ),
     durationBuckets: buckets.describe(
       "Requests by duration, per bucket of `RouterBuckets` seconds, then above.",
     ),
@@ -178,6 +188,15 @@ export const DesiredAttempt = z
       .optional()
       .describe(
         "For routers: the port to listen on, the swarm's for its life (its URL); absent until the swarm's first router has listened, which picks one.",
+      ),
+    wakeHoldS: z
+      .number()
+      .int()
+      .min(1)
+      .max(3600)
+      .optional()
+      .describe(
+        "For routers of swarms that scale to zero: with no replica, hold each request this long for one to wake (then 503 with `Retry-After`).",
       ),
     resources: Resources.optional().describe(
       "What the attempt was placed with. The agent holds a new attempt back while attempts it is still stopping keep those resources busy.",

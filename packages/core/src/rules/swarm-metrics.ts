@@ -22,7 +22,10 @@ export function withSample(
   sample: RouterSample,
 ): RouterSample[] | undefined {
   const last = samples.at(-1)
-  if (last && sample.at - last.at < SampleEveryMs && last.startedAt === sample.startedAt) return undefined
+  // Requests that start to wait for a replica (a swarm scaled to zero) are news at once: they wake it.
+  const wakes = (sample.waiting ?? 0) > 0 && (last?.waiting ?? 0) === 0
+  if (last && !wakes && sample.at - last.at < SampleEveryMs && last.startedAt === sample.startedAt)
+    return undefined
   return [...samples.filter((s) => s.at >= sample.at - KeepMs && s.at < sample.at), sample]
 }
 
@@ -55,6 +58,7 @@ function delta(from: RouterSample, to: RouterSample): RouterCounters {
     ),
     tokens: minus(to.tokens, from.tokens),
     inFlight: to.inFlight,
+    ...(to.busySeconds !== undefined ? { busySeconds: minus(to.busySeconds, from.busySeconds ?? 0) } : {}),
     durationBuckets: to.durationBuckets.map((n, i) => minus(n, from.durationBuckets[i] ?? 0)),
     firstByteBuckets: to.firstByteBuckets.map((n, i) => minus(n, from.firstByteBuckets[i] ?? 0)),
   }

@@ -41,6 +41,8 @@ export interface RolloutInput {
   replicas: ReadonlyMap<number, ReplicaObservation>
   router: RouterObservation
   now: number
+  /** The replica count the autoscaler decided, for a swarm with `autoscaling`; else the spec's. */
+  target?: number
 }
 
 export interface ReplicaItem {
@@ -79,8 +81,10 @@ export function planRollout(input: RolloutInput): RolloutPlan {
   const set = swarm.replicaSet ?? EmptySet
   // The replica spec the replicas should run: a scale keeps it, so it adds and removes replicas.
   const G = replicaGenerationOf(swarm)
-  const target = swarm.desired === "deleted" || swarm.phase === "FAILED" ? 0 : swarm.replicas
-  const stopAll = target === 0
+  const going = swarm.desired === "deleted" || swarm.phase === "FAILED"
+  const target = going ? 0 : (input.target ?? swarm.replicas)
+  // Scaled to zero by the autoscaler, the router stays: it holds requests and wakes the swarm.
+  const stopAll = going || (target === 0 && input.target === undefined)
   const observe = (slot: number): ReplicaObservation => input.replicas.get(slot) ?? { state: "missing" }
   const changes: string[] = []
   let rolledBack = set.rolledBack
@@ -262,14 +266,20 @@ export function planRollout(input: RolloutInput): RolloutPlan {
   const otherLive = slots.filter((r) => r.generation !== G && r.state !== "draining").length
   const complete = !holdBack && currentServing >= target && otherLive === 0
   const servedBefore = swarm.phase === "RUNNING"
-  if (routerReady && (complete || (servedBefore && ready > 0) || (holdBack && ready > 0))) {
-    const detail = holdBack
-      ? `update to generation ${G} rolled back (${rolledBack!.reason}); generation ${Math.max(...slots.filter((r) => r.state === "serving").map((r) => r.generation))} serves`
-      : complete
-        ? undefined
-        : otherLive > 0 || currentServing < target
-          ? `updating to generation ${G}: ${currentServing}/${target} new replicas serving${otherLive ? `, ${otherLive} old` : ""}`
-          : undefined
+  if (
+    routerReady &&
+    (complete || (servedBefore && ready > 0) || (holdBack && ready > 0) || (servedBefore && target === 0))
+  ) {
+    const detail =
+      target === 0
+        ? "scaled to zero: the next request wakes a replica"
+        : holdBack
+          ? `update to generation ${G} rolled back (${rolledBack!.reason}); generation ${Math.max(...slots.filter((r) => r.state === "serving").map((r) => r.generation))} serves`
+          : complete
+            ? undefined
+            : otherLive > 0 || currentServing < target
+              ? `updating to generation ${G}: ${currentServing}/${target} new replicas serving${otherLive ? `, ${otherLive} old` : ""}`
+              : undefined
     return {
       ...base,
       phase: "RUNNING",

@@ -125,10 +125,15 @@ export function SwarmTransitions({ swarms, events, clock }: SwarmTransitionDeps)
      */
     async save(
       item: StoredItem<Swarm>,
-      change: { from: string; reason: string; message?: string },
+      change: {
+        from: string
+        reason: string
+        message?: string /** An event even when the phase stays. */
+        always?: boolean
+      },
     ): Promise<StoredItem<Swarm>> {
       const saved = await swarms.update(item)
-      if (change.from !== item.data.phase)
+      if (change.from !== item.data.phase || change.always)
         await events.swarm(item.data.project, item.data.name, {
           from: change.from,
           to: item.data.phase,

@@ -190,7 +190,15 @@ async function desiredOf(
     )
     // The swarm's address: every router of the swarm listens on the port the first one picked.
     const port = routerPort(job, task)
-    return { ...base, kind: "router", upstreams, ...(port ? { port } : {}) }
+    // A swarm that scales to zero: its router holds requests while a replica wakes.
+    const wake = swarm?.autoscaling?.minReplicas === 0 ? swarm.autoscaling.wakeTimeoutS : undefined
+    return {
+      ...base,
+      kind: "router",
+      upstreams,
+      ...(port ? { port } : {}),
+      ...(wake ? { wakeHoldS: wake } : {}),
+    }
   }
   const env: Record<string, string> = {
     ...job.spec.env,

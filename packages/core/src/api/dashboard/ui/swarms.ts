@@ -189,6 +189,38 @@ function overview(s: Swarm): HTMLElement {
 }
 
 function replicasTable(s: Swarm): HTMLElement {
+  const set = s.replicaSet
+  if (set) {
+    // Replicas swarmplane rolls itself: each with its generation and whether the router sends it requests.
+    const items = new Map(s.replicaStatus.items.map((i) => [i.index, i]))
+    return table(
+      [["#", "num idx"], "Generation", "State", "Router", "URL", "Message"],
+      set.replicas.map((r) => {
+        const item = items.get(r.slot)
+        return h(
+          "tr",
+          { "data-key": `replica-${r.slot}` },
+          h("td", { class: "num idx" }, r.slot),
+          h("td", { class: "num" }, r.generation),
+          h("td", {}, badge(r.state === "draining" ? "STOPPING" : (item?.state ?? r.state.toUpperCase()))),
+          h(
+            "td",
+            {},
+            r.state === "serving" ? "in" : r.state === "draining" ? ["draining, ", ago(r.since)] : "not yet",
+          ),
+          h("td", {}, r.url ? h("code", { class: "url" }, r.url) : dash()),
+          h("td", { class: "msg" }, item?.message || dash()),
+        )
+      }),
+      {
+        label: "Replicas",
+        empty:
+          s.autoscaler?.replicas === 0
+            ? "Scaled to zero: the next request wakes a replica."
+            : "No replica yet.",
+      },
+    )
+  }
   return table(
     [["#", "num idx"], "State", "URL", "Message"],
     s.replicaStatus.items.map((r) =>
@@ -203,6 +235,48 @@ function replicasTable(s: Swarm): HTMLElement {
     ),
     { label: "Replicas", empty: "No replica has reported yet." },
   )
+}
+
+/** The autoscaler: the count it decided, the load it read, the last wake, and its decisions. */
+function autoscalerCard(s: Swarm): HTMLElement | null {
+  const a = s.autoscaling
+  if (!a) return null
+  const st = s.autoscaler
+  const facts = kv([
+    ["Replicas decided", st ? String(st.replicas) : muted("not yet")],
+    [
+      "Range",
+      `${a.minReplicas}–${a.maxReplicas}, target ${a.targetInflightPerReplica} in flight per replica`,
+    ],
+    [
+      "Load",
+      st?.reading
+        ? `${st.reading.inFlight} in flight on average over ${st.reading.seconds} s, ${st.reading.requests} requests: wants ${st.reading.wanted}`
+        : muted("no reading yet: the router's counters come every 10 s"),
+    ],
+    [
+      "Last wake",
+      st?.wake?.seconds !== undefined
+        ? `${st.wake.seconds.toFixed(1)} s from a request to a replica serving`
+        : dash(),
+    ],
+  ])
+  const decisions = table(
+    ["When", ["Replicas", "num"], "Why"],
+    [...(st?.decisions ?? [])]
+      .reverse()
+      .map((d) =>
+        h(
+          "tr",
+          { "data-key": `decision-${d.at}` },
+          h("td", {}, ago(d.at)),
+          h("td", { class: "num" }, `${d.from} → ${d.to}`),
+          h("td", { class: "msg" }, d.reason),
+        ),
+      ),
+    { label: "Autoscaling decisions", empty: "No decision yet." },
+  )
+  return card("autoscaler", "Autoscaler", [facts, decisions])
 }
 
 function handle(s: Swarm): HTMLElement {
@@ -247,6 +321,7 @@ export const swarmDetail: View<SwarmData> = {
       s.message ? h("div", { class: "alert info alert-slot", "data-key": "message" }, s.message) : null,
       card("overview", "Overview", overview(s)),
       card("traffic", "Traffic", traffic(metrics)),
+      autoscalerCard(s),
       card("replicas", "Replicas", replicasTable(s)),
       card("handle", "Serving handle", handle(s)),
       card(
