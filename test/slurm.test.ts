@@ -13,6 +13,7 @@ import { assignedRefs } from "./support/assigned"
 import { type Plane, until } from "./support/plane"
 import { slurmConnection } from "./support/slurm"
 import { type SlurmPlane, slurmPlane } from "./support/slurm-plane"
+import { phaseTable, steadyLoad } from "./support/steady-load"
 
 const connection = slurmConnection()
 const suite = connection ? describe : describe.skip
@@ -220,9 +221,12 @@ suite("slurm backend on a real cluster", () => {
     const load = (async () => {
       while (!stop) statuses.push(await chat().catch(() => 0))
     })()
-    const replica = `${swarm.handle.meta.replicaJob}_1`
+    // Each replica is a Slurm job of its own, named after its slot.
+    const slot = swarm.replicaSet.replicas[1].slot
     const s = ssh()
-    await s.exec(`scontrol requeue ${replica} && sleep 1 && scontrol update jobid=${replica} StartTime=now`)
+    await s.exec(
+      `replica=$(squeue -h -u "$(id -un)" -o '%i|%j' | awk -F'|' '$2 ~ /slurm-echo.*-r${slot}$/ {print $1}') && scontrol requeue $replica && sleep 1 && scontrol update jobid=$replica StartTime=now`,
+    )
     s.close()
     const moved = await until(
       "the requeued replica to serve at a new address behind the same URL",
@@ -241,7 +245,6 @@ suite("slurm backend on a real cluster", () => {
     expect(moved.phase).toBe("RUNNING")
     expect(statuses.length).toBeGreaterThan(10)
     expect(statuses.filter((code) => code !== 200)).toEqual([])
-    const names = [swarm.handle.meta.replicas, swarm.handle.meta.router]
     expect((await p.call("DELETE", "/v1/swarms/slurm-echo")).status).toBe(202)
     const stopped = await until(
       "the swarm to be STOPPED",
@@ -252,8 +255,65 @@ suite("slurm backend on a real cluster", () => {
       60_000,
     )
     expect(stopped.desired).toBe("deleted")
-    for (const name of names)
-      expect((await squeue(name)).filter((r) => /RUNNING|PENDING/.test(r))).toEqual([])
+    const left = (await ssh().exec(`squeue -h -u "$(id -un)" -o '%j|%T'`)).stdout
+    expect(left.split("\n").filter((r: string) => /slurm-echo/.test(r) && /RUNNING|PENDING/.test(r))).toEqual(
+      [],
+    )
+  })
+
+  test("a steady request rate through a rolling update and a scale 2 → 4 → 2 on Slurm: zero failed requests, one URL", {
+    timeout: 400_000,
+  }, async () => {
+    const spec = (replicas: number, delayMs: number) => ({
+      name: "slurm-roll",
+      backendId: "hpc",
+      model: "echo",
+      replicas,
+      cpusPerReplica: 1,
+      memoryMiBPerReplica: 256,
+      args: ["--host", "0.0.0.0", "--delay-ms", String(delayMs)],
+      // The router re-reads its routing file every second: 3 s of drain covers it and every request.
+      rollout: { maxSurge: 1, maxUnavailable: 0, drainTimeoutS: 3 },
+    })
+    const settled = (what: string, replicas: number) =>
+      until(
+        what,
+        async () => {
+          const sw = (await p.call("GET", "/v1/swarms/slurm-roll")).json
+          const set = sw.replicaSet?.replicas ?? []
+          return (
+            sw.phase === "RUNNING" &&
+            sw.observedGeneration === sw.generation &&
+            set.length === replicas &&
+            set.every((r: { state: string }) => r.state === "serving") &&
+            sw
+          )
+        },
+        180_000,
+      )
+    expect((await p.call("POST", "/v1/swarms", spec(2, 20))).status).toBe(202)
+    const first = await settled("the swarm to serve with 2 replicas", 2)
+    const url: string = first.url
+    const load = steadyLoad(url, { ratePerS: 10, stream: true })
+    await new Promise((r) => setTimeout(r, 3_000))
+    const step = async (phase: string, replicas: number, delayMs: number) => {
+      load.mark(phase)
+      expect((await p.call("POST", "/v1/swarms", spec(replicas, delayMs))).status).toBe(202)
+      const after = await settled(`the swarm to settle after ${phase}`, replicas)
+      expect(after.url).toBe(url)
+      expect(after.handle.meta.router).toBe(first.handle.meta.router)
+    }
+    await step("update", 2, 21)
+    await step("scale 2 → 4", 4, 21)
+    await step("scale 4 → 2", 2, 21)
+    load.mark("after")
+    await new Promise((r) => setTimeout(r, 2_000))
+    const { phases, failures } = await load.stop()
+    console.log(
+      `steady load on Slurm, 10 req/s of streamed chat completions, 20 ms service time\n${phaseTable(phases)}`,
+    )
+    expect(failures).toEqual([])
+    expect((await p.call("DELETE", "/v1/swarms/slurm-roll")).status).toBe(202)
   })
 
   test("batch inference with the swarm and the job on Slurm: 1,000 rows over 4 shards, each once; a crashed shard resumes", {

@@ -198,7 +198,7 @@ describe("server flags", () => {
   const routerErrors: Record<string, { args: string[]; says: string }> = {
     "neither --upstream nor --upstream-file": {
       args: ["--port", "9000"],
-      says: "--upstream or --upstream-file: give at least one replica",
+      says: "--upstream, --upstream-file or --upstream-list: give at least one replica",
     },
     "a --reload-ms that is not a number": {
       args: ["--upstream-file", "r.addr", "--reload-ms", "often"],

@@ -57,6 +57,10 @@ export interface RouterConfig extends ServerConfig {
   upstreams: UpstreamSource[]
   /** How often the `--upstream-file`s are re-read. */
   reloadMs: number
+  /** Where to write the router's counters (JSON, every second while they change), for the control plane. */
+  countersFile?: string
+  /** With no upstream, hold each request this long for one to come (a swarm scaled to zero). */
+  wakeHoldS?: number
 }
 
 /** `--reload-ms`: often enough to follow a requeue, never so often it loads a shared file system. */
@@ -256,7 +260,10 @@ export function parseRouter(args: string[], env: NodeJS.ProcessEnv): RouterConfi
     host: { type: "string" },
     upstream: { type: "string", multiple: true },
     "upstream-file": { type: "string", multiple: true },
+    "upstream-list": { type: "string", multiple: true },
     "reload-ms": { type: "string" },
+    "counters-file": { type: "string" },
+    "wake-hold-s": { type: "string" },
   })
   if (v.help === true) return "help"
   // From the tokens rather than the values, to keep the order of --upstream and --upstream-file.
@@ -264,17 +271,22 @@ export function parseRouter(args: string[], env: NodeJS.ProcessEnv): RouterConfi
     if (t.kind !== "option" || t.value === undefined) return []
     if (t.name === "upstream") return [{ url: upstreamUrl(t.value) }]
     if (t.name === "upstream-file") return [{ file: upstreamFile(t.value) }]
+    if (t.name === "upstream-list") return [{ list: upstreamFile(t.value, "--upstream-list") }]
     return []
   })
   if (upstreams.length === 0)
     throw new UsageError(
-      "--upstream or --upstream-file: give at least one replica, e.g. --upstream http://10.0.0.5:8000 or --upstream-file /shared/replica_0.addr",
+      "--upstream, --upstream-file or --upstream-list: give at least one replica, e.g. --upstream http://10.0.0.5:8000, --upstream-file /shared/replica_0.addr or --upstream-list /shared/swarm.routing",
     )
   return {
     port: port(str(v.port) ?? env.PORT, str(v.port) ? "--port" : "PORT") ?? 0,
     host: str(v.host) ?? "0.0.0.0",
     upstreams,
     reloadMs: number(v["reload-ms"], "--reload-ms", { min: ReloadMs.min }) ?? ReloadMs.default,
+    ...(str(v["counters-file"]) ? { countersFile: str(v["counters-file"]) } : {}),
+    ...(v["wake-hold-s"] !== undefined
+      ? { wakeHoldS: number(v["wake-hold-s"], "--wake-hold-s", { min: 1 }) }
+      : {}),
   }
 }
 
@@ -284,10 +296,14 @@ function upstreamUrl(u: string): string {
   return u
 }
 
-function upstreamFile(path: string): string {
+function upstreamFile(path: string, flag = "--upstream-file"): string {
   // The file itself may not exist yet (the replica has not written it); only the path is checked.
   if (path.trim() === "")
-    throw new UsageError("--upstream-file: give the path of a file holding host:port, e.g. /shared/r_0.addr")
+    throw new UsageError(
+      flag === "--upstream-file"
+        ? "--upstream-file: give the path of a file holding host:port, e.g. /shared/r_0.addr"
+        : "--upstream-list: give the path of a file holding one host:port per line, e.g. /shared/swarm.routing",
+    )
   return path
 }
 

@@ -4,6 +4,7 @@
  * `main` returns the exit code; the bin launcher exits with it.
  */
 import { readFileSync } from "node:fs"
+import { rename, writeFile } from "node:fs/promises"
 import { controlPlane } from "./api-client"
 import { runBatchCommand } from "./batch/command"
 import { parseEchoServer, parseRouter, parseWorker, ReloadMs, UsageError, type WorkerConfig } from "./cli"
@@ -14,6 +15,7 @@ import { httpUrl } from "./net"
 import { agentBin, PassedVariables, TokenVariable } from "./process-runner"
 import { createRouter } from "./router"
 import { RouterProcessCommand, runRouterProcess } from "./router-attempt"
+import type { RouterTotals } from "./router-metrics"
 import { detectSandbox, hiddenPathIssue, type Sandbox } from "./sandbox"
 import { lookUpUser, type TaskUser } from "./task-user"
 import { readToken } from "./token-file"
@@ -88,17 +90,22 @@ Example:
   swarmplane-agent echo-server --port 8000
 `
 
-const routerHelp = `swarmplane-agent router: one endpoint in front of a swarm's replicas (round-robin)
+const routerHelp = `swarmplane-agent router: one endpoint in front of a swarm's replicas (the least busy first)
 
 Options:
   --upstream URL          a replica's base URL; repeatable
   --upstream-file PATH    a file holding a replica's host:port (or http(s):// URL), re-read while the
                           router runs; missing, empty or unparsable means no replica; repeatable
+  --upstream-list PATH    a file holding one host:port (or URL) per line, re-read while the router runs
+                          (on Slurm the control plane writes it: the replicas to send requests to)
+  --counters-file PATH    write the router's counters there (JSON) every second while they change
+  --wake-hold-s N         with no replica, hold each request N s for one to come (a swarm scaled to
+                          zero), then answer 503 with Retry-After
   --reload-ms N           how often the upstream files are re-read (ms; default ${ReloadMs.default}, min ${ReloadMs.min})
   --port P                port to listen on (default: $PORT, else a free port)
   --host H                address to listen on (default 0.0.0.0)
 
-At least one --upstream or --upstream-file is required. Upstreams are used in the order given. A
+At least one --upstream, --upstream-file or --upstream-list is required. Upstreams are used in the order given. A
 change in the files is logged to stderr ("router: upstreams now ..."); GET /_swarmplane/router
 shows the current upstreams.
 
@@ -271,7 +278,14 @@ async function runEchoServer(args: string[], env: NodeJS.ProcessEnv): Promise<nu
 async function runRouter(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const config = parseRouter(args, env)
   if (config === "help") return help(routerHelp)
-  const router = createRouter()
+  let writeCounters: (() => void) | undefined
+  const router = createRouter([], { onWaiting: () => writeCounters?.() })
+  if (config.wakeHoldS) router.setHold(config.wakeHoldS * 1000)
+  // Its counters for the control plane, which reads the file over SSH each pass (on Slurm).
+  const counters = config.countersFile
+    ? countersWriter(config.countersFile, () => router.metrics.totals(router.waiting()))
+    : undefined
+  writeCounters = counters?.write
   const watch = watchUpstreamFiles(router, config.upstreams, {
     everyMs: config.reloadMs,
     log: stderrLogger("router"),
@@ -283,13 +297,49 @@ async function runRouter(args: string[], env: NodeJS.ProcessEnv): Promise<number
     `listening on ${httpUrl(shownHost(config.host), port)} over ${describeSources(config.upstreams)}\n`,
   )
   await untilSignal()
+  counters?.stop()
   watch.stop()
   await router.close()
   return 0
 }
 
+/**
+ * Write the router's counters (`{ startedAt, ...totals }`) to `path` every second while they change,
+ * and at once when asked (a request began to wait for a replica): a new file renamed over the old, so
+ * a reader never sees half of one.
+ */
+function countersWriter(path: string, totals: () => RouterTotals) {
+  const startedAt = Date.now()
+  let last = ""
+  let writing = false
+  const write = () => {
+    if (writing) return
+    const text = JSON.stringify({ startedAt, ...totals() })
+    if (text === last) return
+    writing = true
+    last = text
+    const tmp = `${path}.${process.pid}.tmp`
+    writeFile(tmp, text)
+      .then(() => rename(tmp, path))
+      .catch(() => {
+        last = ""
+      })
+      .finally(() => {
+        writing = false
+      })
+  }
+  const timer = setInterval(write, 1000)
+  timer.unref()
+  write()
+  return { write: () => setImmediate(write), stop: () => clearInterval(timer) }
+}
+
 function describeSources(sources: readonly UpstreamSource[]): string {
-  return sources.map((s) => ("url" in s ? s.url : `the address in ${s.file}`)).join(", ")
+  return sources
+    .map((s) =>
+      "url" in s ? s.url : "list" in s ? `the addresses listed in ${s.list}` : `the address in ${s.file}`,
+    )
+    .join(", ")
 }
 
 function help(text: string): number {

@@ -136,7 +136,8 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
     if (req.url === RouterStatusPath) {
       const t = now()
       const coolingDown = given.filter((_, i) => (cooling.get(targets[i]?.origin ?? "") ?? 0) > t)
-      sendJson(res, 200, { upstreams: given, ready: targets.length > 0, coolingDown })
+      // Scaled to zero it is ready too: it holds requests while a replica wakes.
+      sendJson(res, 200, { upstreams: given, ready: targets.length > 0 || holdMs > 0, coolingDown })
       return
     }
     if (req.url === RouterMetricsPath && req.method === "GET") {

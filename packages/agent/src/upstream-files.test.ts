@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Logger } from "./logger"
 import { createRouter, RouterStatusPath } from "./router"
 import { waitFor } from "./testing/wait"
-import { parseAddress, readUpstreams, watchUpstreamFiles } from "./upstream-files"
+import { parseAddress, readAddressList, readUpstreams, watchUpstreamFiles } from "./upstream-files"
 
 let dir: string
 beforeAll(async () => {
@@ -166,6 +166,33 @@ describe("a router over an address file", () => {
       expect(router.upstreams()).toEqual(["http://static:1", "http://10.0.0.7:8000"])
     } finally {
       watch.stop()
+    }
+  })
+})
+
+describe("a list file (the replicas the control plane says to route to)", () => {
+  it("reads one address per line, skips blank and unparsable lines, and follows the file as it changes", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "swarmplane-list-"))
+    const list = join(dir, "swarm.routing")
+    try {
+      expect(await readAddressList(list)).toEqual([])
+      await writeFile(list, "10.0.0.5:8000\n\nnot an address\nhttp://10.0.0.6:8001\n")
+      expect(await readAddressList(list)).toEqual(["http://10.0.0.5:8000", "http://10.0.0.6:8001"])
+      const router = createRouter()
+      const logs: string[] = []
+      const log = { info: (m: string) => logs.push(m), error: () => {}, warn: () => {} } as unknown as Logger
+      const watch = watchUpstreamFiles(router, [{ list }], { everyMs: 20, log })
+      await watch.reload()
+      expect(router.upstreams()).toEqual(["http://10.0.0.5:8000", "http://10.0.0.6:8001"])
+      // An update: one leaves, one joins (written as the control plane does: a new file, renamed).
+      await writeFile(`${list}.tmp`, "10.0.0.6:8001\n10.0.0.7:8002\n")
+      await rename(`${list}.tmp`, list)
+      await waitFor("the list to be read again", () => router.upstreams().includes("http://10.0.0.7:8002"))
+      expect(router.upstreams()).toEqual(["http://10.0.0.6:8001", "http://10.0.0.7:8002"])
+      watch.stop()
+      await router.close()
+    } finally {
+      await rm(dir, { recursive: true, force: true })
     }
   })
 })

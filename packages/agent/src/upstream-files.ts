@@ -11,7 +11,10 @@ import type { Logger } from "./logger"
 import type { Router } from "./router"
 
 /** Where one upstream comes from, in the order the flags were given. */
-export type UpstreamSource = { readonly url: string } | { readonly file: string }
+export type UpstreamSource = { readonly url: string } | { readonly file: string } | { readonly list: string }
+
+/** A list file's largest size: far beyond the replicas of any swarm, one `host:port` per line. */
+const MaxListBytes = 256 * 1024
 
 /** Longer than any address; a bigger file is not an address file, and is not read whole each tick. */
 const MaxAddressBytes = 1024
@@ -57,12 +60,43 @@ export async function readAddressFile(path: string): Promise<string | undefined>
 }
 
 /**
- * Read every source once: a URL as given, a file as its current address. Returns the upstreams in
+ * A list file's addresses (one `host:port` or URL per line; a line that does not parse is skipped), or
+ * none when it is missing, unreadable or too big. On Slurm the control plane writes it: the replicas
+ * the router should send requests to, which an update or a scale changes while the router runs.
+ */
+export async function readAddressList(path: string): Promise<string[]> {
+  try {
+    const handle = await open(path, "r")
+    try {
+      const buffer = Buffer.alloc(MaxListBytes + 1)
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
+      if (bytesRead > MaxListBytes) return []
+      return buffer
+        .toString("utf8", 0, bytesRead)
+        .split("\n")
+        .flatMap((line) => {
+          const url = line.trim() ? parseAddress(line) : undefined
+          return url ? [url] : []
+        })
+    } finally {
+      await handle.close()
+    }
+  } catch {
+    return []
+  }
+}
+
+/**
+ * Read every source once: a URL as given, a file as its current address, a list as its addresses. Returns the upstreams in
  * source order without repeats (two files naming one replica do not double its share). No timers.
  */
 export async function readUpstreams(sources: readonly UpstreamSource[]): Promise<string[]> {
-  const found = await Promise.all(sources.map((s) => ("url" in s ? s.url : readAddressFile(s.file))))
-  return [...new Set(found.filter((u) => u !== undefined))]
+  const found = await Promise.all(
+    sources.map((s) =>
+      "url" in s ? [s.url] : "list" in s ? readAddressList(s.list) : readAddressFile(s.file),
+    ),
+  )
+  return [...new Set(found.flat().filter((u) => u !== undefined))]
 }
 
 export interface UpstreamFileWatch {
@@ -112,7 +146,7 @@ export function watchUpstreamFiles(
     )
   }
   // Only files change; with none, `reload()` alone (the first read) is enough.
-  const timer = sources.some((s) => "file" in s) ? setInterval(tick, options.everyMs).unref() : undefined
+  const timer = sources.some((s) => !("url" in s)) ? setInterval(tick, options.everyMs).unref() : undefined
   return {
     reload,
     stop: () => {

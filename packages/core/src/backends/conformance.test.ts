@@ -163,12 +163,14 @@ const implemented: Partial<
     calls: {},
   },
   slurm: {
-    capabilities: ["serving", "capacity", "health", "manyLogs"],
+    capabilities: ["replicaSet", "capacity", "health", "manyLogs"],
     calls: {
       status: "needs_cluster",
       resourceCapacity: "needs_cluster",
-      createOrUpdate: "needs_cluster",
-      delete: "needs_cluster",
+      observeReplicaSet: "needs_cluster",
+      startReplica: "needs_cluster",
+      stopReplicas: "needs_cluster",
+      runRouter: "needs_cluster",
     },
   },
   lepton: {

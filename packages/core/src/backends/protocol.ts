@@ -20,7 +20,7 @@ import type {
   ResourceCapacity,
   ScaleGroupStatus,
 } from "../model/wire"
-import type { Worker } from "../model/worker"
+import type { RouterCounters, Worker } from "../model/worker"
 import type { Providers } from "../providers/port"
 import type { ReplicaObservation, RouterObservation } from "../rules/swarm-rollout"
 import type { Secrets } from "../secrets/port"
@@ -215,9 +215,14 @@ export function isServing(backend: object): backend is ServingBackend {
  */
 export interface ReplicaSetBackend {
   /** The swarm's router and each replica its `replicaSet` keeps, as the backend sees them. */
-  observeReplicaSet(
-    swarm: Swarm,
-  ): Promise<{ router: RouterObservation; replicas: Map<number, ReplicaObservation> }>
+  observeReplicaSet(swarm: Swarm): Promise<{
+    router: RouterObservation
+    replicas: Map<number, ReplicaObservation>
+    /** Where the router reads its replicas from a file (Slurm): the replicas it lists now. */
+    routed?: string[]
+    /** Where the pass reads the router's counters (Slurm): them, when it wrote them. */
+    counters?: RouterCounters
+  }>
   /** Start one replica of the swarm's current spec. Idempotent: a replica already started is left. */
   startReplica(swarm: Swarm, replica: ReplicaSlot): Promise<void>
   /** Stop these replicas (the processes end; the next observation finds them ended). Idempotent. */
@@ -226,6 +231,8 @@ export interface ReplicaSetBackend {
   runRouter(swarm: Swarm): Promise<NonNullable<Swarm["handle"]>>
   /** Stop the router. Idempotent. */
   stopRouter(swarm: Swarm): Promise<void>
+  /** Where the router reads its replicas from a file: write the ones it should send requests to. */
+  route?(swarm: Swarm, urls: readonly string[]): Promise<void>
 }
 
 export function rollsReplicas(backend: object): backend is ReplicaSetBackend {

@@ -112,6 +112,8 @@ export async function reconcileReplicaSet(
   const nowMs = rt.clock.now()
   const now = iso(nowMs)
   const seen = await backend.observeReplicaSet(swarm)
+  // A router whose counters the pass reads (Slurm): a sample of the swarm's metrics, as a heartbeat gives.
+  if (seen.counters) await rt.transitions.swarms.recordRouterSample(swarm.project, swarm.name, seen.counters)
   // With `autoscaling`, the count follows the router's load (`rules/swarm-autoscale`).
   const scaled =
     swarm.autoscaling && swarm.desired === "running" ? await autoscaleStep(rt, swarm, nowMs) : undefined
@@ -127,6 +129,10 @@ export async function reconcileReplicaSet(
   if (plan.router === "run") handle = await backend.runRouter(swarm)
   for (const replica of plan.start) await backend.startReplica(swarm, replica)
   if (plan.stop.length) await backend.stopReplicas(swarm, plan.stop)
+  // A router that reads its replicas from a file is told the serving ones when they change.
+  const urls = plan.replicaSet.replicas.flatMap((r) => (r.state === "serving" && r.url ? [r.url] : []))
+  if (backend.route && seen.routed && plan.router === "run" && urls.join("\n") !== seen.routed.join("\n"))
+    await backend.route(swarm, urls)
   if (plan.router === "stop" && seen.router.state !== "missing" && seen.router.state !== "ended")
     await backend.stopRouter(swarm)
 

@@ -28,12 +28,8 @@ export interface ReplicaObservation {
   over?: boolean
 }
 
-/** What the backend sees of the swarm's router. */
-export interface RouterObservation {
-  state: "pending" | "starting" | "ready" | "failed" | "ended" | "missing"
-  url?: string
-  detail?: string
-}
+/** What the backend sees of the swarm's router (read as a replica is). */
+export type RouterObservation = ReplicaObservation
 
 export interface RolloutInput {
   swarm: Swarm

@@ -1,15 +1,14 @@
 /**
  * The `slurm` backend (kind `delegated`): Slurm places the work; swarmplane reaches the cluster the
  * way a person does, by SSH to the login node. One shared connection per login while the process
- * lives, one command per reconcile pass for every attempt and every swarm (squeue + scontrol/sacct
- * fallbacks, exit files, progress files, replica health probes), submissions as array jobs named from
+ * lives, one command per reconcile pass for every attempt (squeue + scontrol/sacct fallbacks, exit
+ * files, progress files) and one per swarm (`replica-set.ts`), submissions as array jobs named from
  * ids persisted before they are sent (a pass's submissions in one exec), so a retried submit adopts
  * instead of duplicating. Every contact
  * is recorded as the backend's health; no fault of the cluster escapes as a crash.
  */
 
 import type { Backend, BackendConfigOf } from "../../model/backend"
-import type { Swarm } from "../../model/swarm"
 import { iso } from "../../util/clock"
 import { BackendError, VisibleError } from "../../util/errors"
 import { newId } from "../../util/ids"
@@ -18,10 +17,10 @@ import type {
   FetchesManyLogs,
   LaunchResult,
   ReconcileResult,
+  ReplicaSetBackend,
   ReportsCapacity,
   ReportsHealth,
   ScheduleResult,
-  ServingBackend,
   TaskBackend,
   TaskRef,
 } from "../protocol"
@@ -50,8 +49,8 @@ import {
   statusCommand,
   submitBatchCommand,
 } from "./remote"
+import { SlurmReplicaSet } from "./replica-set"
 import { outputDirOf, outputPath, progressPath, sbatchScript, UnsafeValueError } from "./script"
-import { parseProbes, probeCommand, SlurmServing, servingNames, servingStatusFrom } from "./serving"
 import type { SshSession } from "./ssh"
 import { acquireSession } from "./ssh-pool"
 import { submissionOf, submitResult } from "./submission"
@@ -72,15 +71,13 @@ export const SubmitBatchSize = 50
 export function SlurmBackend(
   backend: Backend & { config: SlurmConfig },
   runtime: BackendDeps,
-): TaskBackend & ServingBackend & ReportsHealth & ReportsCapacity & FetchesManyLogs {
+): TaskBackend & ReplicaSetBackend & ReportsHealth & ReportsCapacity & FetchesManyLogs {
   const { project, id: backendId, config } = backend
   let lease: ReturnType<typeof acquireSession> | undefined
   let version: SlurmVersion | undefined
 
   /** What this invocation's contacts with the login node came to (the backend's health). */
   let contact: { healthy: boolean; message?: string } | undefined
-  /** Swarm states read by this pass's reconcile command, by the deployment's replica job name. */
-  const observedSwarms = new Map<string, ReturnType<typeof servingStatusFrom>>()
 
   /** The login's shared SSH session (kept across invocations); the Slurm version is read on first contact. */
   async function ssh(): Promise<SshSession> {
@@ -126,7 +123,7 @@ export function SlurmBackend(
     }
   }
 
-  const serving = SlurmServing({
+  const serving = SlurmReplicaSet({
     config,
     run: (command, stdin) => run(command, stdin),
     backendId,
@@ -262,14 +259,12 @@ export function SlurmBackend(
 
     /**
      * One command for the whole pass: the queue, the records of what ended, exit and progress files of
-     * the live attempts, and the state and health of every swarm's jobs. No live work, no command.
+     * the live attempts. No live work, no command. (Each swarm is read by its own command.)
      */
     async reconcile(request): Promise<ReconcileResult> {
-      observedSwarms.clear()
       const launched = request.live.filter((ref) => parseTarget(ref.task.data.attempts.at(-1)?.target))
-      const swarms = (request.swarms ?? []).filter((swarm) => servingNames(swarm))
       const stopping = request.stopping ?? []
-      if (!launched.length && !swarms.length && !stopping.length) return { transitions: [], workers: [] }
+      if (!launched.length && !stopping.length) return { transitions: [], workers: [] }
       const names = [
         ...new Set(
           launched
@@ -290,7 +285,6 @@ export function SlurmBackend(
       const out = await run(
         reconcileCommand(names, arrayIds, progressFiles, {
           outputDir: dir,
-          ...(swarms.length ? { serving: probeCommand(dir, swarms) } : {}),
         }),
       )
       if (out.code !== 0)
@@ -300,9 +294,6 @@ export function SlurmBackend(
         )
       const parts = sections(out.stdout)
       const rows = parseSqueue(parts.main)
-      const probes = parseProbes(parts.serving)
-      for (const swarm of swarms)
-        observedSwarms.set(servingNames(swarm)!.replicas, servingStatusFrom(swarm, rows, probes))
       const observed = observeTasks(
         launched,
         {
@@ -401,17 +392,11 @@ export function SlurmBackend(
       lease = undefined
     },
 
-    createOrUpdate: (swarm) => serving.createOrUpdate(swarm),
-    // The reconcile command read every active swarm already this pass; a new deployment reads its own.
-    servingStatus: async (swarm: Swarm) => {
-      const names = servingNames(swarm)
-      const seen = names ? observedSwarms.get(names.replicas) : undefined
-      if (seen) {
-        observedSwarms.delete(names!.replicas)
-        return seen
-      }
-      return serving.status(swarm)
-    },
-    delete: (swarm) => serving.delete(swarm),
+    observeReplicaSet: (swarm) => serving.observeReplicaSet(swarm),
+    startReplica: (swarm, replica) => serving.startReplica(swarm, replica),
+    stopReplicas: (swarm, slots) => serving.stopReplicas(swarm, slots),
+    runRouter: (swarm) => serving.runRouter(swarm),
+    stopRouter: (swarm) => serving.stopRouter(swarm),
+    route: (swarm, urls) => serving.route(swarm, urls),
   }
 }

@@ -42,7 +42,7 @@ export interface SlurmServingOptions {
  * swarm deleted and made again never adopts its predecessor's jobs) and the generation. They are the
  * same for the same swarm and generation, so a retried submit adopts instead of duplicating.
  */
-const base = (project: string, swarm: Swarm) =>
+export const base = (project: string, swarm: Swarm) =>
   `sp-srv-${project}.${swarm.name}.${createHash("sha1").update(swarm.createdAt).digest("hex").slice(0, 6)}`
 export const replicasName = (project: string, swarm: Swarm, generation: number) =>
   `${base(project, swarm)}-g${generation}`
@@ -50,8 +50,8 @@ export const routerName = (project: string, swarm: Swarm, generation: number) =>
   `${base(project, swarm)}-g${generation}-router`
 
 /** How a job on a node names itself to others: its first address, else its host name. */
-const myAddress = `$(hostname -I 2>/dev/null | awk '{print $1}')`
-const freePort = `$(python3 -c 'import socket; s=socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])' 2>/dev/null || shuf -i 20000-60000 -n 1)`
+export const myAddress = `$(hostname -I 2>/dev/null | awk '{print $1}')`
+export const freePort = `$(python3 -c 'import socket; s=socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])' 2>/dev/null || shuf -i 20000-60000 -n 1)`
 
 /** The server's argv, each word checked as text a program can receive (quoted when written). */
 function replicaCommand(swarm: Swarm): string[] {
@@ -64,7 +64,7 @@ function replicaCommand(swarm: Swarm): string[] {
 /** A word for the shell, except `$PORT`, which must expand. */
 const word = (w: string) => (w === "$PORT" ? '"$PORT"' : sh(w))
 
-function header(config: SlurmConfig, swarm: Swarm, name: string, extra: string[]): string[] {
+export function header(config: SlurmConfig, swarm: Swarm, name: string, extra: string[]): string[] {
   const own = swarm.serving.slurm?.partition
   const partition =
     own ?? (swarm.gpusPerReplica > 0 ? (config.gpuPartition ?? config.partition) : config.partition)
@@ -83,14 +83,18 @@ function header(config: SlurmConfig, swarm: Swarm, name: string, extra: string[]
   ]
 }
 
-export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string): string {
+/**
+ * A replica's script: with `single`, one replica of its own job (the rolled replicas of a swarm); else
+ * the swarm's replicas as one array job.
+ */
+export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string, single = false): string {
   const dir = outputDirOf(config)
   // A replica larger than a node spans `nodes` of them, its GPUs split evenly (GRES is per node).
   const nodes = swarm.serving.slurm?.nodesPerReplica ?? 1
   const gpusPerNode = Math.ceil(swarm.gpusPerReplica / nodes)
   return [
     ...header(config, swarm, name, [
-      `#SBATCH --array=0-${swarm.replicas - 1}`,
+      ...(single ? [] : [`#SBATCH --array=0-${swarm.replicas - 1}`]),
       ...(nodes > 1 ? [`#SBATCH --nodes=${nodes}`, "#SBATCH --ntasks-per-node=1"] : []),
       `#SBATCH --cpus-per-task=${Math.max(1, Math.ceil(swarm.cpusPerReplica / nodes))}`,
       `#SBATCH --mem=${Math.ceil(swarm.memoryMiBPerReplica / nodes)}M`,
@@ -101,10 +105,10 @@ export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string): 
         : []),
     ]),
     "",
-    `addr=${sh(dir)}/${name}_$SLURM_ARRAY_TASK_ID.addr`,
+    `addr=${sh(dir)}/${name}_\${SLURM_ARRAY_TASK_ID:-0}.addr`,
     // A requeued run starts elsewhere: its old address is gone until the new one serves.
     'rm -f "$addr"',
-    `echo "swarmplane: replica $SLURM_ARRAY_TASK_ID run $(($\{SLURM_RESTART_COUNT:-0} + 1)) on $(hostname)"`,
+    `echo "swarmplane: replica \${SLURM_ARRAY_TASK_ID:-0} run $(($\{SLURM_RESTART_COUNT:-0} + 1)) on $(hostname)"`,
     `export PORT=${freePort} HOST=0.0.0.0 MODEL=${sh(quotable("model", swarm.model))} SWARMPLANE_REPLICA_NODES=${nodes}`,
     ...exportLines(swarm.env, "env"),
     ...setupLines(config),
@@ -145,14 +149,14 @@ export function routerScript(config: SlurmConfig, swarm: Swarm, name: string, re
   ].join("\n")
 }
 
-const submit = (name: string, dir: string) =>
+export const submit = (name: string, dir: string) =>
   [
     `existing=$(squeue -h -t all -u "$(id -un)" --name=${sh(name)} -o %F | head -n 1)`,
     `if [ -n "$existing" ]; then cat >/dev/null; echo "$existing"; exit 0; fi`,
     `mkdir -p ${sh(dir)} && rm -f ${sh(dir)}/${sh(name)}_*.addr && sbatch --parsable`,
   ].join("\n")
 
-const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? ""
+export const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? ""
 
 export function SlurmServing(o: SlurmServingOptions) {
   const dir = outputDirOf(o.config)
