@@ -316,6 +316,58 @@ suite("slurm backend on a real cluster", () => {
     expect((await p.call("DELETE", "/v1/swarms/slurm-roll")).status).toBe(202)
   })
 
+  test("on Slurm an idle swarm with minReplicas 0 sleeps at zero replicas, and a request wakes it and is answered", {
+    timeout: 300_000,
+  }, async () => {
+    expect(
+      (
+        await p.call("POST", "/v1/swarms", {
+          name: "slurm-sleepy",
+          backendId: "hpc",
+          model: "echo",
+          replicas: 1,
+          memoryMiBPerReplica: 256,
+          args: ["--host", "0.0.0.0"],
+          autoscaling: { minReplicas: 0, maxReplicas: 2, scaleDownDelayS: 10, wakeTimeoutS: 120 },
+          rollout: { maxSurge: 1, maxUnavailable: 0, drainTimeoutS: 2 },
+        })
+      ).status,
+    ).toBe(202)
+    const up = await serving("slurm-sleepy")
+    const chat = async (text: string) => {
+      const res = await fetch(`${up.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ model: "echo", messages: [{ role: "user", content: text }] }),
+      })
+      return { status: res.status, body: await res.text() }
+    }
+    expect((await chat("before sleeping")).status).toBe(200)
+    // The router's counters come through its file, read each pass: the swarm's metrics have them.
+    await until(
+      "the router's counters to reach the swarm's metrics",
+      async () => (await p.call("GET", "/v1/swarms/slurm-sleepy/metrics")).json.sampledAt,
+      60_000,
+    )
+    const asleep = await until(
+      "the idle swarm to reach zero replicas",
+      async () => {
+        const sw = (await p.call("GET", "/v1/swarms/slurm-sleepy")).json
+        return sw.autoscaler?.replicas === 0 && sw.replicaSet?.replicas.length === 0 && sw
+      },
+      150_000,
+    )
+    expect(asleep).toMatchObject({ phase: "RUNNING", url: up.url })
+    const started = Date.now()
+    const answer = await chat("wake up")
+    expect(answer.status).toBe(200)
+    expect(answer.body).toContain("wake up")
+    console.log(
+      `Slurm scale to zero: the sleeping swarm's first request was answered after ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    )
+    expect((await p.call("DELETE", "/v1/swarms/slurm-sleepy")).status).toBe(202)
+  })
+
   test("batch inference with the swarm and the job on Slurm: 1,000 rows over 4 shards, each once; a crashed shard resumes", {
     timeout: 300_000,
   }, async () => {

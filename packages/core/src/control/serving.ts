@@ -133,7 +133,12 @@ export async function reconcileReplicaSet(
   const urls = plan.replicaSet.replicas.flatMap((r) => (r.state === "serving" && r.url ? [r.url] : []))
   if (backend.route && seen.routed && plan.router === "run" && urls.join("\n") !== seen.routed.join("\n"))
     await backend.route(swarm, urls)
-  if (plan.router === "stop" && seen.router.state !== "missing" && seen.router.state !== "ended")
+  if (
+    plan.router === "stop" &&
+    seen.router.state !== "missing" &&
+    seen.router.state !== "ended" &&
+    !seen.router.over
+  )
     await backend.stopRouter(swarm)
 
   const from = swarm.phase

@@ -325,5 +325,8 @@ describe("the swarm's phase", () => {
     const plan = step([serving(0, 2)], {}, { swarm: { desired: "deleted" } })
     expect(plan).toMatchObject({ router: "stop", stop: [0], gone: false })
     expect(step([], {}, { swarm: { desired: "deleted" }, router: { state: "ended" } }).gone).toBe(true)
+    // A router that failed for good runs nothing either.
+    const failedRouter = { state: "failed" as const, over: true, detail: "exited with code 127" }
+    expect(step([], {}, { swarm: { desired: "deleted" }, router: failedRouter }).gone).toBe(true)
   })
 })

@@ -232,7 +232,7 @@ export function planRollout(input: RolloutInput): RolloutPlan {
   const ready = items.filter((i) => i.state === "READY").length
   const replicaStatus = { ready, total: target, items }
   const nothingLeft = slots.length === 0
-  const routerGone = input.router.state === "missing" || input.router.state === "ended"
+  const routerGone = input.router.state === "missing" || input.router.state === "ended" || !!input.router.over
   const router: RolloutPlan["router"] = stopAll || failedOutright ? "stop" : "run"
   const gone = (stopAll || failedOutright) && nothingLeft && routerGone
 
