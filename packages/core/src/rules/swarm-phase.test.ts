@@ -2,35 +2,11 @@ import { describe, expect, test } from "vitest"
 import { type SwarmPhase, SwarmPhases } from "../model/states"
 import { isSwarmActive, type Swarm, SwarmSpec } from "../model/swarm"
 import { canSwarmTransition, observe, requestDelete, updateSpec, waitState } from "./swarm-phase"
+import { swarmFixture } from "./testing"
 
-const t0 = "2026-01-01T00:00:00.000Z"
 const now = "2026-01-01T00:00:05.000Z"
 
-function swarm(phase: SwarmPhase, patch: Partial<Swarm> = {}): Swarm {
-  return {
-    name: "llm",
-    project: "p",
-    model: "echo",
-    replicas: 2,
-    gpusPerReplica: 0,
-    cpusPerReplica: 1,
-    memoryMiBPerReplica: 4096,
-    args: [],
-    env: {},
-    port: 8000,
-    healthPath: "/health",
-    serving: {},
-    labels: {},
-    phase,
-    desired: "running",
-    generation: 1,
-    observedGeneration: 1,
-    replicaStatus: { ready: 0, total: 2, items: [] },
-    createdAt: t0,
-    updatedAt: t0,
-    ...patch,
-  }
-}
+const swarm = (phase: SwarmPhase, patch: Partial<Swarm> = {}): Swarm => swarmFixture({ phase, ...patch })
 
 describe("swarm transitions", () => {
   const legal: [SwarmPhase, SwarmPhase][] = [

@@ -1,35 +1,13 @@
 import { describe, expect, test } from "vitest"
 import type { ReplicaSlot, Rollout, Swarm } from "../model/swarm"
 import { planRollout, type ReplicaObservation, type RouterObservation } from "./swarm-rollout"
+import { swarmFixture } from "./testing"
 
 const t0 = Date.parse("2026-01-01T00:00:00.000Z")
 const at = (ms: number) => new Date(t0 + ms).toISOString()
 
-function swarm(patch: Partial<Swarm> = {}): Swarm {
-  return {
-    name: "llm",
-    project: "p",
-    model: "echo",
-    replicas: 2,
-    gpusPerReplica: 0,
-    cpusPerReplica: 1,
-    memoryMiBPerReplica: 256,
-    args: [],
-    env: {},
-    port: 8000,
-    healthPath: "/health",
-    serving: {},
-    labels: {},
-    phase: "RUNNING",
-    desired: "running",
-    generation: 2,
-    observedGeneration: 1,
-    replicaStatus: { ready: 0, total: 2, items: [] },
-    createdAt: at(0),
-    updatedAt: at(0),
-    ...patch,
-  }
-}
+const swarm = (patch: Partial<Swarm> = {}): Swarm =>
+  swarmFixture({ memoryMiBPerReplica: 256, generation: 2, ...patch })
 
 const serving = (slot: number, generation: number): ReplicaSlot => ({
   slot,
