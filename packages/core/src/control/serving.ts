@@ -180,6 +180,8 @@ export async function reconcileReplicaSet(
     replicaStatus: plan.replicaStatus,
     ...(scaled ? { autoscaler: scaled.state } : {}),
   }
+  // A swarm no longer autoscaled forgets the autoscaler's state.
+  if (!swarm.autoscaling) delete next.autoscaler
   const changed = plan.replicaSet.lastChange !== swarm.replicaSet?.lastChange
   const reason = scaled?.decision
     ? "autoscaled"

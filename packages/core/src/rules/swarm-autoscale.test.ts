@@ -142,6 +142,22 @@ describe("deciding", () => {
   })
 })
 
+describe("a changed policy", () => {
+  test("a count outside a new range moves into it at once, saying why", () => {
+    const moved = autoscale({
+      policy: policy({ maxReplicas: 2 }),
+      specReplicas: 1,
+      state: { replicas: 4, decisions: [] },
+      samples: [],
+      serving: 4,
+      now: t0,
+    })
+    expect(moved.state.replicas).toBe(2)
+    expect(moved.decision).toMatchObject({ from: 4, to: 2, reason: "the policy's range is now 1–2: 4 → 2" })
+    expect(moved.state.decisions).toEqual([moved.decision])
+  })
+})
+
 describe("scale to zero and wake", () => {
   const zero = () => policy({ minReplicas: 0, scaleDownDelayS: 30 })
 

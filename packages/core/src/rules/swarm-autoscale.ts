@@ -43,17 +43,19 @@ const clamp = (n: number, p: Policy) => Math.min(p.maxReplicas, Math.max(p.minRe
 
 export function autoscale(input: AutoscaleInput): AutoscaleResult {
   const { policy, now } = input
-  const current = input.state?.replicas ?? clamp(input.specReplicas, policy)
+  const before = input.state?.replicas
+  // A count outside a changed range moves into it at once.
+  const current = clamp(before ?? input.specReplicas, policy)
   let state: AutoscalerState = {
-    replicas: current,
+    replicas: before ?? current,
     decisions: input.state?.decisions ?? [],
     ...(input.state?.reading ? { reading: input.state.reading } : {}),
     ...(input.state?.pressure ? { pressure: input.state.pressure } : {}),
     ...(input.state?.wake ? { wake: input.state.wake } : {}),
     ...(input.state?.lastRequestAt ? { lastRequestAt: input.state.lastRequestAt } : {}),
   }
-  const decide = (to: number, reason: string): AutoscaleResult => {
-    const decision = { at: iso(now), from: current, to, reason }
+  const decide = (to: number, reason: string, from = current): AutoscaleResult => {
+    const decision = { at: iso(now), from, to, reason }
     const { pressure: _, ...rest } = state
     return {
       state: { ...rest, replicas: to, decisions: [...state.decisions, decision].slice(-KeptDecisions) },
@@ -61,6 +63,10 @@ export function autoscale(input: AutoscaleInput): AutoscaleResult {
     }
   }
 
+  if (before !== undefined && before !== current) {
+    const range = `${policy.minReplicas}–${policy.maxReplicas}`
+    return decide(current, `the policy's range is now ${range}: ${before} → ${current}`, before)
+  }
   // A wake: a request waits at the router of a swarm at zero. One replica at once, whatever the delays.
   if (input.wakeRequestedAt !== undefined && current === 0) {
     state = { ...state, wake: { requestedAt: iso(input.wakeRequestedAt) } }
