@@ -99,7 +99,7 @@ describe("local control plane", () => {
     const second = await startLocal(env)
     expect(second.output()).toMatch(/state in .* on dynalite/)
     expect((await call(second.url, key, "GET", "/v1/swarms/llm")).json).toMatchObject({ name: "llm" })
-    expect(await stopLocal(second)).toBe(0)
+    expect(await stopLocal(second), second.output()).toBe(0)
   })
 
   test("an unknown SWARMPLANE_LOCAL_STORE is refused with the choices", async () => {

@@ -261,7 +261,7 @@ suite("slurm backend on a real cluster", () => {
     )
   })
 
-  test("a steady request rate through a rolling update and a scale 2 → 4 → 2 on Slurm: zero failed requests, one URL", {
+  test("a steady request rate through two rolling updates and a scale 2 → 4 → 2 on Slurm: zero failed requests, one URL", {
     timeout: 400_000,
   }, async () => {
     const spec = (replicas: number, delayMs: number) => ({
@@ -303,9 +303,10 @@ suite("slurm backend on a real cluster", () => {
       expect(after.url).toBe(url)
       expect(after.handle.meta.router).toBe(first.handle.meta.router)
     }
-    await step("update", 2, 21)
-    await step("scale 2 → 4", 4, 21)
-    await step("scale 4 → 2", 2, 21)
+    await step("update 1", 2, 21)
+    await step("update 2", 2, 20)
+    await step("scale 2 → 4", 4, 20)
+    await step("scale 4 → 2", 2, 20)
     load.mark("after")
     await new Promise((r) => setTimeout(r, 2_000))
     const { phases, failures } = await load.stop()

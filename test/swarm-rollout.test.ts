@@ -11,6 +11,12 @@ import { phaseTable, steadyLoad } from "./support/steady-load"
 let p: Plane
 beforeAll(async () => {
   p = await startPlane()
+  expect(
+    (await p.call("POST", "/v1/backends", { id: "pool", config: { type: "workers", heartbeatIntervalS: 1 } }))
+      .status,
+  ).toBe(201)
+  startAgent(p, "pool", "load-a", { cpu: 4 })
+  startAgent(p, "pool", "load-b", { cpu: 4 })
 })
 afterAll(async () => {
   await stopAgents()
@@ -24,12 +30,6 @@ const RatePerS = Number(process.env.SWARMPLANE_LOAD_RATE ?? 40)
 test("a steady request rate through two rolling updates and a scale 2 → 4 → 2: zero failed requests, one URL", {
   timeout: 240_000,
 }, async () => {
-  expect(
-    (await p.call("POST", "/v1/backends", { id: "pool", config: { type: "workers", heartbeatIntervalS: 1 } }))
-      .status,
-  ).toBe(201)
-  startAgent(p, "pool", "load-a", { cpu: 4 })
-  startAgent(p, "pool", "load-b", { cpu: 4 })
   const spec = (replicas: number, delayMs: number) => ({
     name: "llm",
     model: "echo",
@@ -96,4 +96,53 @@ test("a steady request rate through two rolling updates and a scale 2 → 4 → 
   )
   expect(failures).toEqual([])
   for (const ph of phases) expect(ph.requests, ph.phase).toBeGreaterThan(0)
+})
+
+test("an update whose new replicas keep failing is rolled back: the old replicas serve on, no request fails, and the swarm says why", {
+  timeout: 240_000,
+}, async () => {
+  const spec = (command?: string[]) => ({
+    name: "steady",
+    model: "echo",
+    replicas: 2,
+    cpusPerReplica: 0.5,
+    memoryMiBPerReplica: 128,
+    ...(command ? { command } : {}),
+    rollout: { maxSurge: 1, maxUnavailable: 0, drainTimeoutS: 3 },
+    backendId: "pool",
+  })
+  expect((await p.call("POST", "/v1/swarms", spec())).status).toBe(202)
+  const up = await until(
+    "the swarm to serve",
+    async () => {
+      const s = (await p.call("GET", "/v1/swarms/steady")).json
+      return s.phase === "RUNNING" && s.observedGeneration === s.generation && s
+    },
+    60_000,
+  )
+  const load = steadyLoad(up.url, { ratePerS: 10, stream: false })
+  expect(
+    (await p.call("POST", "/v1/swarms", spec(["sh", "-c", "echo 'no model here' >&2; exit 3"]))).status,
+  ).toBe(202)
+  const rolledBack = await until(
+    "the update to be rolled back",
+    async () => {
+      const s = (await p.call("GET", "/v1/swarms/steady")).json
+      return s.replicaSet?.rolledBack && s
+    },
+    150_000,
+  )
+  const { phases, failures } = await load.stop()
+  expect(failures).toEqual([])
+  expect(phases[0]!.requests).toBeGreaterThan(0)
+  expect(rolledBack).toMatchObject({ phase: "RUNNING", url: up.url, generation: 2, observedGeneration: 1 })
+  expect(rolledBack.message).toMatch(
+    /^update to generation 2 rolled back \(replica \d+ keeps failing: 5 attempts in a row ended before it was ready; the last: exited with code 3.*\); generation 1 serves$/,
+  )
+  // The old replicas still serve, and the failed one is stopped.
+  const serving = rolledBack.replicaSet.replicas.filter((r: { state: string }) => r.state === "serving")
+  expect(serving.map((r: { generation: number }) => r.generation)).toEqual([1, 1])
+  // `swarmplane swarm up --wait` would stop waiting: the API says the wait is settled.
+  const waited = await p.call("GET", "/v1/swarms/steady?wait=RUNNING&timeoutS=1")
+  expect(waited.json.replicaSet.rolledBack.generation).toBe(2)
 })
