@@ -5,17 +5,12 @@
  * a request then wakes it and is answered (the wake time is printed).
  */
 import { afterAll, beforeAll, expect, test } from "vitest"
-import { type Plane, startAgent, startPlane, stopAgents, until } from "./support/plane"
+import { type Plane, startPlane, stopAgents, until, workersPool } from "./support/plane"
 
 let p: Plane
 beforeAll(async () => {
   p = await startPlane()
-  expect(
-    (await p.call("POST", "/v1/backends", { id: "pool", config: { type: "workers", heartbeatIntervalS: 1 } }))
-      .status,
-  ).toBe(201)
-  startAgent(p, "pool", "scale-a", { cpu: 4 })
-  startAgent(p, "pool", "scale-b", { cpu: 4 })
+  await workersPool(p, "pool", ["scale-a", "scale-b"])
 })
 afterAll(async () => {
   await stopAgents()

@@ -5,18 +5,13 @@
  * latencies of each phase are printed beside those before it.
  */
 import { afterAll, beforeAll, expect, test } from "vitest"
-import { type Plane, startAgent, startPlane, stopAgents, until } from "./support/plane"
+import { type Plane, startPlane, stopAgents, until, workersPool } from "./support/plane"
 import { phaseTable, steadyLoad } from "./support/steady-load"
 
 let p: Plane
 beforeAll(async () => {
   p = await startPlane()
-  expect(
-    (await p.call("POST", "/v1/backends", { id: "pool", config: { type: "workers", heartbeatIntervalS: 1 } }))
-      .status,
-  ).toBe(201)
-  startAgent(p, "pool", "load-a", { cpu: 4 })
-  startAgent(p, "pool", "load-b", { cpu: 4 })
+  await workersPool(p, "pool", ["load-a", "load-b"])
 })
 afterAll(async () => {
   await stopAgents()

@@ -128,6 +128,16 @@ export function startAgent(
   return agent
 }
 
+/**
+ * A `workers` backend `id` heartbeating every second (so routers hear of replicas soon), with a real
+ * agent of 4 CPUs for each of `agents`.
+ */
+export async function workersPool(p: Plane, id: string, agents: string[]): Promise<void> {
+  const res = await p.call("POST", "/v1/backends", { id, config: { type: "workers", heartbeatIntervalS: 1 } })
+  if (res.status !== 201) throw new Error(`backend ${id}: ${res.status} ${JSON.stringify(res.json)}`)
+  for (const name of agents) startAgent(p, id, name, { cpu: 4 })
+}
+
 /** Stop every agent a test started (SIGTERM: they stop their own tasks). */
 export async function stopAgents(): Promise<void> {
   const running = agents.splice(0)

@@ -5,6 +5,7 @@
  */
 import type { ReplicaSetBackend, ServingBackend } from "../backends/protocol"
 import type { Swarm } from "../model/swarm"
+import type { RouterSample } from "../model/worker"
 import { autoscale } from "../rules/swarm-autoscale"
 import { observe } from "../rules/swarm-phase"
 import { planRollout } from "../rules/swarm-rollout"
@@ -113,10 +114,14 @@ export async function reconcileReplicaSet(
   const now = iso(nowMs)
   const seen = await backend.observeReplicaSet(swarm)
   // A router whose counters the pass reads (Slurm): a sample of the swarm's metrics, as a heartbeat gives.
-  if (seen.counters) await rt.transitions.swarms.recordRouterSample(swarm.project, swarm.name, seen.counters)
+  const sampled = seen.counters
+    ? await rt.transitions.swarms.recordRouterSample(swarm.project, swarm.name, seen.counters)
+    : undefined
   // With `autoscaling`, the count follows the router's load (`rules/swarm-autoscale`).
   const scaled =
-    swarm.autoscaling && swarm.desired === "running" ? await autoscaleStep(rt, swarm, nowMs) : undefined
+    swarm.autoscaling && swarm.desired === "running"
+      ? await autoscaleStep(rt, swarm, nowMs, sampled)
+      : undefined
   const plan = planRollout({
     swarm,
     replicas: seen.replicas,
@@ -206,8 +211,9 @@ export async function reconcileReplicaSet(
 }
 
 /** The autoscaler's step for a swarm with `autoscaling`: the router's samples read, a count decided. */
-async function autoscaleStep(rt: ControlDeps, swarm: Swarm, now: number) {
-  const samples = (await rt.repos.swarms.metrics(swarm.project, swarm.name))?.data.samples ?? []
+async function autoscaleStep(rt: ControlDeps, swarm: Swarm, now: number, sampled?: RouterSample[]) {
+  // The samples this pass just recorded (Slurm), else as the heartbeats left them.
+  const samples = sampled ?? (await rt.repos.swarms.metrics(swarm.project, swarm.name))?.data.samples ?? []
   const last = samples.at(-1)
   const serving = (swarm.replicaSet?.replicas ?? []).filter((r) => r.state === "serving").length
   return autoscale({

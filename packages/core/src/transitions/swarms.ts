@@ -5,7 +5,7 @@
 import { isDeepStrictEqual } from "node:util"
 import type { Swarm, SwarmSpec } from "../model/swarm"
 import { SwarmSpecFields } from "../model/swarm-fields"
-import type { RouterCounters } from "../model/worker"
+import type { RouterCounters, RouterSample } from "../model/worker"
 import { withSample } from "../rules/swarm-metrics"
 import { requestDelete, updateSpec } from "../rules/swarm-phase"
 import type { EventLog } from "../store/events"
@@ -146,16 +146,23 @@ export function SwarmTransitions({ swarms, events, clock }: SwarmTransitionDeps)
     /**
      * Keep a sample of the swarm's router counters (`rules/swarm-metrics.ts` decides whether it is
      * time for one). Best effort: a write that loses to another's leaves theirs; metrics never fail
-     * a heartbeat.
+     * a heartbeat. Returns the samples as this call left them (undefined when its write lost), so a
+     * caller that reads them next need not read them again.
      */
-    async recordRouterSample(project: string, name: string, counters: RouterCounters): Promise<void> {
+    async recordRouterSample(
+      project: string,
+      name: string,
+      counters: RouterCounters,
+    ): Promise<RouterSample[] | undefined> {
       try {
         const now = clock.now()
         const stored = await swarms.metrics(project, name)
         const samples = withSample(stored?.data.samples ?? [], { ...counters, at: now })
         if (samples) await swarms.putMetrics(project, name, samples, stored, now)
+        return samples ?? stored?.data.samples ?? []
       } catch (error) {
         if (!(error instanceof VersionConflictError || error instanceof ItemExistsError)) throw error
+        return undefined
       }
     },
   }

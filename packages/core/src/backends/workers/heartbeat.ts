@@ -127,7 +127,9 @@ export async function heartbeat(
     if (seen.router && job.serving && item.data.index === job.serving.replicas) {
       const { swarm } = job.serving
       const counters = seen.router
-      sideWrites.push(() => rt.transitions.swarms.recordRouterSample(project, swarm, counters))
+      sideWrites.push(
+        async () => void (await rt.transitions.swarms.recordRouterSample(project, swarm, counters)),
+      )
     }
     const tail = seen.logTail
     if (tail !== undefined)

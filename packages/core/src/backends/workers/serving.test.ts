@@ -3,6 +3,7 @@ import { type Attempt, type Job, JobSpec, type Task } from "../../model/job"
 import type { JobStatus } from "../../model/states"
 import type { Swarm } from "../../model/swarm"
 import type { ReplicaObservation } from "../../rules/swarm-rollout"
+import { swarmFixture } from "../../rules/testing"
 import {
   CrashLoopAttempts,
   observation,
@@ -127,31 +128,14 @@ describe("what a serving task is, as the rollout reads it", () => {
     test(name, () => expect(observation(tc.task)).toEqual(tc.want))
 })
 
-function swarm(patch: Partial<Swarm> = {}): Swarm {
-  return {
-    name: "llm",
-    project: "p",
+const swarm = (patch: Partial<Swarm> = {}): Swarm =>
+  swarmFixture({
     model: "meta-llama/Llama-3.1-8B-Instruct",
-    replicas: 2,
     gpusPerReplica: 1,
-    cpusPerReplica: 1,
-    memoryMiBPerReplica: 4096,
-    args: [],
-    env: {},
-    port: 8000,
-    healthPath: "/health",
-    serving: {},
-    labels: {},
     phase: "PENDING",
-    desired: "running",
-    generation: 1,
     observedGeneration: 0,
-    replicaStatus: { ready: 0, total: 2, items: [] },
-    createdAt: t0,
-    updatedAt: t0,
     ...patch,
-  }
-}
+  })
 
 describe("replicaCommand", () => {
   const vllm = 'exec vllm serve "$MODEL" --host 0.0.0.0 --port "$PORT" "$@"'
