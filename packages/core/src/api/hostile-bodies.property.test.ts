@@ -8,7 +8,7 @@
 import fc from "fast-check"
 import { describe, expect, test } from "vitest"
 import { sbatchScript } from "../backends/slurm/script"
-import { replicaScript, routerScript } from "../backends/slurm/serving"
+import { replicaScript, routerScript, servingFiles } from "../backends/slurm/serving"
 import { placement } from "../backends/slurm/submission"
 import { BackendConfig, type BackendConfigOf } from "../model/backend"
 import type { JobSpec } from "../model/job"
@@ -142,12 +142,12 @@ const bodyRoutes: Record<string, BodyRoute> = {
       if (swarm.backendId === "hpc") {
         const config = await slurmBackendConfigOf(w)
         // What the API took, the Slurm backend writes: no late refusal of a swarm answered 202.
-        replicaScript(config, swarm as Swarm, "sp-srv-default.t.abc123-g1")
+        replicaScript(config, swarm as Swarm, "sp-srv-default.t.abc123-r0")
         routerScript(
           config,
           swarm as Swarm,
-          "sp-srv-default.t.abc123-g1-router",
-          "sp-srv-default.t.abc123-g1",
+          "sp-srv-default.t.abc123-router-g1",
+          servingFiles(config, "default", swarm as Swarm),
         )
       }
       return { got: swarm, want: sent }

@@ -100,7 +100,7 @@ export interface ReconcileRequest {
   lastPassAt?: number
   /**
    * The backend's active swarms. A backend may observe their deployments in the same batched call and
-   * answer this pass's `servingStatus` from it (one SSH command for jobs and swarms on Slurm).
+   * answer this pass's `servingStatus` from it (Lepton: one paged list for its jobs and deployments).
    */
   swarms?: Swarm[]
 }

@@ -25,7 +25,14 @@ import {
   submitOrAdoptCommand,
 } from "./remote"
 import { outputDirOf, type Submission, sbatchScript, UnsafeValueError } from "./script"
-import { probeCommand, replicaScript, routerScript, SlurmServing } from "./serving"
+import {
+  cancelNamesCommand,
+  observeCommand,
+  observeSections,
+  replicaScript,
+  routeCommand,
+  routerScript,
+} from "./serving"
 import { slurmConfig } from "./testing"
 
 type SlurmConfig = BackendConfigOf<"slurm">
@@ -491,13 +498,19 @@ describe("a swarm's replica and router scripts", () => {
     ),
     name: field(
       "job name",
-      fc.constantFrom("sp-srv-p.s.abc123-g1-router"),
+      fc.constantFrom("sp-srv-p.s.abc123-router-g1"),
       hostile.map((v) => `sp-srv-${v}`),
     ),
-    replicas: field(
-      "replicas job name",
-      fc.constantFrom("sp-srv-p.s.abc123-g1"),
-      hostile.map((v) => `sp-srv-${v}`),
+    // The routing and counters files: under the output folder, named from the project and the swarm.
+    routing: field(
+      "routing file",
+      fc.constant(`${work}/router/sp-srv-p.s.abc123.routing`),
+      hostile.map((v) => `${work}/router/r-${v.replaceAll("/", "_")}`),
+    ),
+    counters: field(
+      "counters file",
+      fc.constant(`${work}/router/sp-srv-p.s.abc123.counters`),
+      hostile.map((v) => `${work}/router/c-${v.replaceAll("/", "_")}`),
     ),
     routerCommand: fc.option(
       field(
@@ -550,11 +563,15 @@ describe("a swarm's replica and router scripts", () => {
             return
           }
           const options = sbatchOptions(script)
-          for (const name of ["--job-name", "--output", "--array", "--time", "--partition"])
+          for (const name of ["--job-name", "--output", "--time", "--partition"])
             expect(
               options.filter((o) => o.startsWith(`${name}=`)),
               `${what}: ${name}`,
             ).toHaveLength(1)
+          expect(
+            options.filter((o) => o.startsWith("--array")),
+            `${what}: a replica is a job of its own`,
+          ).toEqual([])
           mkdirSync(join(work, "srv"), { recursive: true })
           // vLLM is the spy too, when the swarm has no command of its own and no echo model.
           writeFileSync(join(bin, "vllm"), spy("vllm"))
@@ -580,11 +597,11 @@ describe("a swarm's replica and router scripts", () => {
   )
 
   test(
-    "the router gets its command and the replicas' address files byte-exact; nothing else runs",
+    "the router gets its command, its routing and counters files byte-exact; nothing else runs",
     () => {
       fc.assert(
-        fc.property(cases, fc.integer({ min: 1, max: 2 }), (c, replicas) => {
-          const drawn = [c.name, c.replicas, c.routerCommand].filter(
+        fc.property(cases, fc.boolean(), (c, wake) => {
+          const drawn = [c.name, c.routing, c.counters, c.routerCommand].filter(
             (d): d is Drawn<never> => d !== undefined,
           )
           const dir = join(work, "router")
@@ -594,27 +611,37 @@ describe("a swarm's replica and router scripts", () => {
               ? { routerCommand: ["spy", ...c.routerCommand.value] }
               : { agentCommand: ["spy", "agent"] }),
           }
-          const swarm = swarmOf({ replicas })
+          const swarm = swarmOf(
+            wake ? { autoscaling: { minReplicas: 0, maxReplicas: 2, wakeTimeoutS: 30 } } : {},
+          )
           const what = JSON.stringify(c)
           let script: string
           try {
-            script = routerScript(config, swarm, c.name.value, c.replicas.value)
+            script = routerScript(config, swarm, c.name.value, {
+              routing: c.routing.value,
+              counters: c.counters.value,
+            })
           } catch (error) {
             expectRefusal(error, drawn, what)
             return
           }
           rmSync(dir, { recursive: true, force: true })
           mkdirSync(dir, { recursive: true })
-          const files = Array.from({ length: replicas }, (_, i) => join(dir, `${c.replicas.value}_${i}.addr`))
-          for (const f of files) writeFileSync(f, "10.0.0.1:8000\n")
-          run("bash", script, { SLURM_ARRAY_TASK_ID: "0", SLURM_JOB_NAME: c.name.value })
+          run("bash", script, { SLURM_JOB_NAME: c.name.value })
           const command = c.routerCommand ? c.routerCommand.value : ["agent", "router"]
           expect(argvOf("spy"), what).toEqual([
             ...command,
+            "--upstream-list",
+            c.routing.value,
+            "--counters-file",
+            c.counters.value,
+            ...(wake ? ["--wake-hold-s", "30"] : []),
             "--port",
             "34567",
-            ...files.flatMap((f) => ["--upstream-file", f]),
           ])
+          expect(existsSync(c.routing.value), `${what}: the routing file is there before the router`).toBe(
+            true,
+          )
         }),
         runs(25),
       )
@@ -690,31 +717,15 @@ describe("login-node commands", () => {
         names: fc.array(name, { maxLength: 3 }),
         arrayIds: fc.array(fc.oneof(fc.constantFrom("101", "102"), storedHostile), { maxLength: 2 }),
         progress: fc.array(fc.record({ key: storedHostile, path: storedHostile }), { maxLength: 2 }),
-        replicas: name,
-        router: name,
-        healthPath: fc.oneof(fc.constant("/health"), storedHostile),
         dir,
         ids: fc.array(fc.oneof(fc.constantFrom("101_0"), storedHostile), { minLength: 1, maxLength: 3 }),
         paths: fc.array(storedHostile, { minLength: 1, maxLength: 3 }),
       })
       fc.assert(
         fc.property(shell, stored, (sh, s) => {
-          const swarm = swarmOf(
-            { healthPath: s.healthPath },
-            { handle: { id: "1", url: "", meta: { replicas: s.replicas, router: s.router } } },
-          )
-          mkdirSync(join(work, "cmd"), { recursive: true })
-          // An address file of the swarm's (where the name makes a file name), for the probe to read.
-          if (!s.replicas.includes("/") && !s.replicas.includes("\0"))
-            writeFileSync(join(work, "cmd", `${s.replicas}_0.addr`), "10.0.0.1:8000")
-          run(
-            sh,
-            reconcileCommand(s.names, s.arrayIds, s.progress, {
-              outputDir: s.dir,
-              serving: probeCommand(s.dir, [swarm]),
-            }),
-            { SQUEUE_OUT: "101_0|101|0|sp-s-01abc|COMPLETED|None|0:05|10:00|debug|vm|1|1|1G|N/A" },
-          )
+          run(sh, reconcileCommand(s.names, s.arrayIds, s.progress, { outputDir: s.dir }), {
+            SQUEUE_OUT: "101_0|101|0|sp-s-01abc|COMPLETED|None|0:05|10:00|debug|vm|1|1|1G|N/A",
+          })
           run(sh, logsCommand(s.paths, 5))
           expect(callsOf("tail").map((a) => a.at(-1))).toEqual(s.paths)
           run(sh, cancelCommand(s.ids))
@@ -727,24 +738,77 @@ describe("login-node commands", () => {
   )
 
   test(
-    "stopping a swarm's other generations: names are data to awk and scancel",
-    async () => {
-      await fc.assert(
-        fc.asyncProperty(shell, name, name, name, async (sh, project, swarmName, keep) => {
-          const commands: string[] = []
-          const serving = SlurmServing({
-            config: slurmConfig({ outputDir: `${work}/cmd` }),
-            project,
-            backendId: "hpc",
-            run: async (command) => {
-              commands.push(command)
-              return { code: 0, stdout: run(sh, command, { SQUEUE_OUT: `55|${keep}` }), stderr: "" }
-            },
-          })
-          await serving.stopOthers(swarmOf({}, { name: swarmName } as Partial<Swarm>), [keep])
-          expect(commands).toHaveLength(1)
+    "reading a swarm: stored job names, its health path and its files are data, each name probed once",
+    () => {
+      const stored = fc.record({
+        replicas: fc.uniqueArray(name, { maxLength: 3 }),
+        router: fc.option(name, { nil: undefined }),
+        legacy: fc.array(name, { maxLength: 2 }),
+        healthPath: fc.oneof(fc.constant("/health"), storedHostile),
+        routing: storedHostile,
+        counters: storedHostile,
+      })
+      fc.assert(
+        fc.property(shell, stored, (sh, s) => {
+          const dir = `${work}/cmd`
+          rmSync(dir, { recursive: true, force: true })
+          mkdirSync(dir, { recursive: true })
+          // The address files of the jobs (where a name makes a file name), for the probes to read.
+          const fileable = (n: string) => !n.includes("/") && !n.includes("\0") && n !== "." && n !== ".."
+          for (const n of [...s.replicas, ...(s.router ? [s.router] : [])])
+            if (fileable(n)) writeFileSync(join(dir, `${n}_0.addr`), "10.0.0.1:8000")
+          const routing = `${dir}/r-${s.routing.replaceAll("/", "_")}`
+          writeFileSync(routing, "http://10.0.0.1:8000\n")
+          const out = run(
+            sh,
+            observeCommand({
+              dir,
+              replicas: s.replicas,
+              ...(s.router ? { router: s.router } : {}),
+              healthPath: s.healthPath,
+              files: { routing, counters: `${dir}/c-${s.counters.replaceAll("/", "_")}` },
+              legacy: s.legacy,
+            }),
+          )
+          const names = [...s.replicas, ...(s.router ? [s.router] : [])]
+          expect(callsOf("squeue").map((a) => a.find((w) => w.startsWith("--name=")))).toEqual(
+            names.length ? [`--name=${names.join(",")}`] : [],
+          )
+          expect(callsOf("scancel").map((a) => a.at(-1))).toEqual(s.legacy.map((n) => `--name=${n}`))
+          const probed = s.replicas.filter(fileable)
+          expect(
+            callsOf("curl")
+              .map((a) => a.at(-1))
+              .slice(0, probed.length),
+          ).toEqual(probed.map(() => `http://10.0.0.1:8000${s.healthPath}`))
+          const parts = observeSections(out)
+          if (!names.some((n) => n.includes("@@"))) expect(parts.routed).toEqual(["http://10.0.0.1:8000"])
         }),
-        runs(20),
+        runs(25),
+      )
+    },
+    shellTimeout,
+  )
+
+  test(
+    "routing and cancelling: replica addresses become the routing file's lines, names reach scancel whole",
+    () => {
+      fc.assert(
+        fc.property(
+          shell,
+          fc.array(fc.oneof(fc.constant("http://10.0.0.1:8000"), storedHostile), { maxLength: 3 }),
+          fc.array(name, { maxLength: 3 }),
+          (sh, urls, names) => {
+            const dir = `${work}/route`
+            run(sh, routeCommand(dir, `${dir}/s.routing`, urls))
+            expect(readFileSync(`${dir}/s.routing`, "utf8")).toBe(
+              `${urls.map((u) => u.replaceAll("\n", "")).join("\n")}\n`,
+            )
+            run(sh, cancelNamesCommand(names))
+            expect(callsOf("scancel").map((a) => a.at(-1))).toEqual(names.map((n) => `--name=${n}`))
+          },
+        ),
+        runs(25),
       )
     },
     shellTimeout,
@@ -801,11 +865,14 @@ describe("found by the properties above", () => {
     )
   })
 
-  test("the router's replicas job name is checked: a newline in it would run the rest", () => {
+  test("a routing file whose path has a NUL is refused where the router's script is written", () => {
     refused(
       () =>
-        routerScript(slurmConfig(), swarmOf({}), "sp-srv-p.s.abc-g1-router", `sp-srv-\ntouch ${canary}\n`),
-      "replicas job name",
+        routerScript(slurmConfig(), swarmOf({}), "sp-srv-p.s.abc-router-g1", {
+          routing: "out/r\u0000x",
+          counters: "out/c",
+        }),
+      "routing file",
     )
   })
 
@@ -816,17 +883,16 @@ describe("found by the properties above", () => {
     }
   })
 
-  test("probing a swarm whose stored job name has a quote: the reconcile command still runs", () => {
-    const swarm = swarmOf(
-      {},
-      { handle: { id: "1", url: "", meta: { replicas: '"x', router: "sp-s-01abc" } } },
-    )
+  test("reading a swarm whose stored job name has a quote: the command still runs", () => {
     for (const shell of ["sh", "bash"] as const)
       run(
         shell,
-        reconcileCommand([], [], [], {
-          outputDir: `${work}/cmd`,
-          serving: probeCommand(`${work}/cmd`, [swarm]),
+        observeCommand({
+          dir: `${work}/cmd`,
+          replicas: ['"x'],
+          router: "sp-s-01abc",
+          healthPath: "/health",
+          files: { routing: `${work}/cmd/r`, counters: `${work}/cmd/c` },
         }),
       )
   })

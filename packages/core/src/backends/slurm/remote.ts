@@ -17,7 +17,6 @@ export const Section = {
   queue: "@@swarmplane:queue@@",
   progress: "@@swarmplane:progress@@",
   nodes: "@@swarmplane:nodes@@",
-  serving: "@@swarmplane:serving@@",
 }
 
 /**
@@ -44,7 +43,7 @@ export function reconcileCommand(
   names: string[],
   arrayIds: string[] = [],
   progressFiles: { key: string; path: string }[] = [],
-  extra: { outputDir?: string; serving?: string } = {},
+  extra: { outputDir?: string } = {},
 ): string {
   // Job names swarmplane made (`sp-...`): anything else is not ours to ask about.
   const wanted = names.filter((n) => /^[A-Za-z0-9_.-]+$/.test(n)).join(" ")
@@ -70,7 +69,6 @@ export function reconcileCommand(
       (f) =>
         `if [ -f ${sh(f.path)} ]; then printf '%s\\t' ${sh(f.key)}; head -c 4096 ${sh(f.path)} | tr -d '\\n'; echo; fi`,
     ),
-    ...(extra.serving ? [`echo ${Section.serving}`, extra.serving] : []),
     "true",
   ].join("\n")
 }
@@ -211,7 +209,7 @@ export function statusCommand(): string {
 
 /** Split a command's output at the section markers. */
 export function sections(stdout: string): Record<"main" | keyof typeof Section, string> {
-  const out = { main: "", scontrol: "", sacct: "", exit: "", queue: "", progress: "", nodes: "", serving: "" }
+  const out = { main: "", scontrol: "", sacct: "", exit: "", queue: "", progress: "", nodes: "" }
   let current: keyof typeof out = "main"
   for (const line of stdout.split("\n")) {
     const marker = Object.entries(Section).find(([, m]) => line === m)

@@ -1,7 +1,16 @@
 import { describe, expect, test } from "vitest"
 import { type Swarm, SwarmSpec } from "../../model/swarm"
 import { parseSqueue } from "./parse"
-import { parseProbes, replicaScript, routerScript, servingStatusFrom } from "./serving"
+import {
+  observeCommand,
+  observeSections,
+  replicaJobName,
+  replicaScript,
+  routerJobName,
+  routerScript,
+  servingFiles,
+  slurmObservation,
+} from "./serving"
 import { slurmConfig } from "./testing"
 
 const config = slurmConfig()
@@ -15,85 +24,118 @@ function swarm(extra: Partial<Swarm> = {}): Swarm {
     generation: 1,
     observedGeneration: 1,
     replicaStatus: { ready: 2, total: 2, items: [] },
-    handle: { id: "40", url: "", meta: { generation: 1, replicas: "sp-srv-r", router: "sp-srv-r-router" } },
     createdAt: "2026-12-01T00:00:00.000Z",
     updatedAt: "2026-12-01T00:00:00.000Z",
     ...extra,
   } as Swarm
 }
 
-const line = (id: string, task: string, name: string, state: string, reason = "None") =>
-  `${id}|${task ? id.split("_")[0] : ""}|${task}|${name}|${state}|${reason}|0:05|10:00|debug|vm|1|1|1G|N/A`
-const rows = (...lines: string[]) => parseSqueue(lines.join("\n"))
-const probes = (...lines: string[]) => parseProbes(lines.join("\n"))
+const line = (id: string, name: string, state: string, reason = "None") =>
+  `${id}||N/A|${name}|${state}|${reason}|0:05|10:00|debug|vm|1|1|1G|N/A`
+const row = (state: string, reason = "None") => parseSqueue(line("40", "sp-srv-r0", state, reason))[0]
 
-describe("a swarm's phase from its jobs", () => {
-  test("a replica Slurm requeued elsewhere: a swarm that served stays RUNNING behind its router", () => {
-    const status = servingStatusFrom(
-      swarm(),
-      rows(
-        line("40_0", "0", "sp-srv-r", "RUNNING"),
-        line("40_1", "1", "sp-srv-r", "PENDING", "BeginTime"),
-        line("41", "", "sp-srv-r-router", "RUNNING"),
-      ),
-      probes("sp-srv-r_0.addr|10.0.0.1:5000|200", "sp-srv-r-router_0.addr|10.0.0.9:8000|404"),
-    )
-    expect(status).toMatchObject({
-      phase: "RUNNING",
-      url: "http://10.0.0.9:8000",
-      detail: "1/2 replicas ready",
+describe("a replica or router job, as the rollout plan sees it", () => {
+  test("running and answering its health check: ready, at the address it wrote", () => {
+    expect(slurmObservation(row("RUNNING"), { addr: "10.0.0.1:5000", code: "200" })).toEqual({
+      state: "ready",
+      url: "http://10.0.0.1:5000",
     })
   })
 
-  test("a first start waits for every replica", () => {
-    const status = servingStatusFrom(
-      swarm({ phase: "INITIALIZING", observedGeneration: undefined }),
-      rows(
-        line("40_0", "0", "sp-srv-r", "RUNNING"),
-        line("40_1", "1", "sp-srv-r", "RUNNING"),
-        line("41", "", "sp-srv-r-router", "RUNNING"),
-      ),
-      probes("sp-srv-r_0.addr|10.0.0.1:5000|200", "sp-srv-r-router_0.addr|10.0.0.9:8000|404"),
-    )
-    expect(status).toMatchObject({ phase: "INITIALIZING", detail: "1/2 replicas ready" })
+  test("running without an answer yet (or a non-2xx one): starting", () => {
+    expect(slurmObservation(row("RUNNING"), undefined)).toMatchObject({ state: "starting" })
+    expect(slurmObservation(row("RUNNING"), { addr: "10.0.0.1:5000", code: "503" })).toMatchObject({
+      state: "starting",
+    })
   })
 
-  test("after a delete, nothing queued or running is idle, whatever the jobs ended in", () => {
-    const status = servingStatusFrom(
-      swarm({ phase: "FAILED", desired: "deleted" }),
-      rows(
-        line("40_0", "0", "sp-srv-r", "FAILED", "NonZeroExitCode"),
-        line("40_1", "1", "sp-srv-r", "CANCELLED"),
-        line("41", "", "sp-srv-r-router", "CANCELLED"),
-      ),
-      probes(),
-    )
-    expect(status).toMatchObject({ phase: "FAILED", idle: true })
+  test("waiting in the queue: pending, with Slurm's reason", () => {
+    expect(slurmObservation(row("PENDING", "Resources"), undefined)).toMatchObject({
+      state: "pending",
+      detail: expect.stringMatching(/^Slurm: /),
+    })
   })
 
-  test("jobs cancelled on the cluster fail a swarm that should run; after a delete they are STOPPED", () => {
-    const cancelled = rows(
-      line("40_0", "0", "sp-srv-r", "CANCELLED"),
-      line("41", "", "sp-srv-r-router", "CANCELLED"),
-    )
-    expect(servingStatusFrom(swarm(), cancelled, probes())).toMatchObject({
-      phase: "FAILED",
-      detail: expect.stringContaining("cancelled on the cluster"),
+  test("a requeued replica (its node failed) is pending again, not failed", () => {
+    expect(slurmObservation(row("PENDING", "BeginTime"), undefined).state).toBe("pending")
+  })
+
+  test("cancelled: ended; failed: failed and over; not in the queue: missing", () => {
+    expect(slurmObservation(row("CANCELLED"), undefined)).toEqual({ state: "ended", detail: "cancelled" })
+    expect(slurmObservation(row("FAILED", "NonZeroExitCode"), undefined)).toMatchObject({
+      state: "failed",
+      over: true,
     })
-    expect(servingStatusFrom(swarm({ desired: "deleted" }), cancelled, probes())).toMatchObject({
-      phase: "STOPPED",
+    expect(slurmObservation(undefined, undefined)).toEqual({ state: "missing" })
+  })
+})
+
+describe("a swarm read in one command", () => {
+  test("the command's output splits into its queue, probes, routing file and counters", () => {
+    const out = [
+      line("40", "sp-srv-r0", "RUNNING"),
+      "@@addr",
+      "sp-srv-r0_0.addr|10.0.0.1:5000|200",
+      "sp-srv-router-g1_0.addr|10.0.0.9:8000|200",
+      "@@routing",
+      "http://10.0.0.1:5000",
+      "",
+      "@@counters",
+      '{"requests":3}',
+    ].join("\n")
+    const parts = observeSections(out)
+    expect(parseSqueue(parts.queue).map((r) => r.name)).toEqual(["sp-srv-r0"])
+    expect(parts.probes.get("sp-srv-router-g1_0.addr")).toEqual({ addr: "10.0.0.9:8000", code: "200" })
+    expect(parts.routed).toEqual(["http://10.0.0.1:5000"])
+    expect(JSON.parse(parts.counters)).toEqual({ requests: 3 })
+  })
+
+  test("a swarm from an earlier release has its array and router jobs cancelled first", () => {
+    const command = observeCommand({
+      dir: "/out",
+      replicas: [],
+      healthPath: "/health",
+      files: { routing: "/out/r", counters: "/out/c" },
+      legacy: ["sp-srv-p.s.abc-g1", "sp-srv-p.s.abc-g1-router"],
     })
+    expect(command.split("\n")[0]).toMatch(/^for n in sp-srv-p.s.abc-g1 sp-srv-p.s.abc-g1-router; do scancel/)
   })
 })
 
 describe("serving scripts", () => {
-  test("replicas come back after a node failure and append to their log; the router follows their address files", () => {
-    const replicas = replicaScript(config, swarm(), "sp-srv-r")
-    expect(replicas).toContain("#SBATCH --requeue")
-    expect(replicas).toContain("#SBATCH --open-mode=append")
-    expect(replicas).toContain('rm -f "$addr"')
-    const router = routerScript(config, swarm(), "sp-srv-r-router", "sp-srv-r")
-    expect(router).toContain('upstreams+=(--upstream-file "$f")')
+  test("a replica comes back after a node failure and appends to its log, its address file gone until it serves", () => {
+    const replica = replicaScript(config, swarm(), replicaJobName("p", swarm(), 3))
+    expect(replica).toContain("#SBATCH --requeue")
+    expect(replica).toContain("#SBATCH --open-mode=append")
+    expect(replica).not.toContain("--array")
+    expect(replica).toContain('rm -f "$addr"')
+    expect(replica).toMatch(/^addr=\S+\/sp-srv-p\.s\.[0-9a-f]{6}-r3_0\.addr$/m)
+  })
+
+  test("the router follows the routing file, writes its counters, and holds requests only when the swarm scales to zero", () => {
+    const files = servingFiles(config, "p", swarm())
+    const name = routerJobName("p", swarm(), 1)
+    const router = routerScript(config, swarm(), name, files)
+    expect(router).toContain(`--upstream-list ${files.routing} --counters-file ${files.counters}`)
+    expect(router).not.toContain("--wake-hold-s")
+    const zero = swarm({
+      autoscaling: {
+        ...SwarmSpec.parse({ name: "s", model: "echo", autoscaling: { minReplicas: 0, maxReplicas: 2 } })
+          .autoscaling!,
+      },
+    })
+    expect(routerScript(config, zero, name, files)).toMatch(/--wake-hold-s '?300'?/)
+  })
+
+  test("a new router keeps the swarm's port", () => {
+    const files = servingFiles(config, "p", swarm())
+    const router = routerScript(
+      config,
+      swarm({ url: "http://10.0.0.9:41234" }),
+      routerJobName("p", swarm(), 2),
+      files,
+    )
+    expect(router).toContain("export PORT=41234")
   })
 
   test("a replica larger than a node spans nodes, its GPUs, CPUs and memory split over them", () => {

@@ -1,26 +1,27 @@
 /**
- * Swarms on Slurm: the replicas are one array job; each replica starts the model server on a free
- * port, waits for its health check, then writes `host:port` to an address file beside its output. A
- * router job starts once every replica has an address and gives the swarm its one endpoint. Compute
- * nodes are usually reachable only from inside the cluster, so every health check runs on the login
- * node, through the same SSH connection. The handle keeps the job names and ids, so any later process
- * finds the deployment again.
+ * The scripts and login-node commands of swarms on Slurm, pure: each replica is a Slurm job of its own
+ * (`<base>-r<slot>`) that starts the model server on a free port, waits for its health check, then
+ * writes `host:port` to an address file beside its output; the swarm's router is a job of its own
+ * (`<base>-router-g<generation it was made at>`, kept through every update) that sends requests to the
+ * replicas its routing file lists and writes its counters to a file beside it. Compute nodes are
+ * usually reachable only from inside the cluster, so every health check runs on the login node, in the
+ * one command a pass reads a swarm with. Every stored value that reaches a script or a command is
+ * quoted as one word or refused naming its field (`hostile.property.test.ts`).
  */
 import { createHash } from "node:crypto"
 import type { BackendConfigOf } from "../../model/backend"
 import { SlurmGrammarText, SlurmNamePattern } from "../../model/slurm-grammar"
 import type { Swarm } from "../../model/swarm"
-import { BackendError } from "../../util/errors"
-import type { ServingStatus } from "../protocol"
+import type { ReplicaObservation } from "../../rules/swarm-rollout"
 import { isUnfinished } from "./observe"
-import { mapSlurmState, parseSqueue, SQUEUE_FORMAT, type SqueueRow } from "./parse"
+import { SQUEUE_FORMAT, type SqueueRow } from "./parse"
+import { mapSlurmState } from "./parse-state"
 import {
   agentArgv,
   checked,
   exportLines,
   extraLines,
   headerLines,
-  JobNamePattern,
   outputDirOf,
   quotable,
   setupLines,
@@ -38,16 +39,16 @@ export interface SlurmServingOptions {
 }
 
 /**
- * Job names carry the project, the swarm, a tag of this incarnation of it (from its creation time, so a
- * swarm deleted and made again never adopts its predecessor's jobs) and the generation. They are the
- * same for the same swarm and generation, so a retried submit adopts instead of duplicating.
+ * Job names carry the project, the swarm and a tag of this incarnation of it (from its creation time,
+ * so a swarm deleted and made again never adopts its predecessor's jobs). They are the same for the
+ * same replica slot or router generation, so a retried submit adopts instead of duplicating.
  */
 export const base = (project: string, swarm: Swarm) =>
   `sp-srv-${project}.${swarm.name}.${createHash("sha1").update(swarm.createdAt).digest("hex").slice(0, 6)}`
-export const replicasName = (project: string, swarm: Swarm, generation: number) =>
-  `${base(project, swarm)}-g${generation}`
-export const routerName = (project: string, swarm: Swarm, generation: number) =>
-  `${base(project, swarm)}-g${generation}-router`
+export const replicaJobName = (project: string, swarm: Swarm, slot: number) =>
+  `${base(project, swarm)}-r${slot}`
+export const routerJobName = (project: string, swarm: Swarm, generation: number) =>
+  `${base(project, swarm)}-router-g${generation}`
 
 /** How a job on a node names itself to others: its first address, else its host name. */
 export const myAddress = `$(hostname -I 2>/dev/null | awk '{print $1}')`
@@ -64,7 +65,7 @@ function replicaCommand(swarm: Swarm): string[] {
 /** A word for the shell, except `$PORT`, which must expand. */
 const word = (w: string) => (w === "$PORT" ? '"$PORT"' : sh(w))
 
-export function header(config: SlurmConfig, swarm: Swarm, name: string, extra: string[]): string[] {
+function header(config: SlurmConfig, swarm: Swarm, name: string, extra: string[]): string[] {
   const own = swarm.serving.slurm?.partition
   const partition =
     own ?? (swarm.gpusPerReplica > 0 ? (config.gpuPartition ?? config.partition) : config.partition)
@@ -76,25 +77,21 @@ export function header(config: SlurmConfig, swarm: Swarm, name: string, extra: s
       timeLimit: swarm.serving.slurm?.timeLimit ?? config.timeLimit,
       timeField: swarm.serving.slurm?.timeLimit !== undefined ? "serving.slurm.timeLimit" : "timeLimit",
     }),
-    // A replica or router whose node fails comes back (Slurm requeues it); the router follows its address.
+    // A replica or router whose node fails comes back (Slurm requeues it); the plane follows its address.
     "#SBATCH --requeue",
     ...extra,
     ...extraLines(config),
   ]
 }
 
-/**
- * A replica's script: with `single`, one replica of its own job (the rolled replicas of a swarm); else
- * the swarm's replicas as one array job.
- */
-export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string, single = false): string {
+/** One replica's script (a job of its own; a replica larger than a node spans several). */
+export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string): string {
   const dir = outputDirOf(config)
   // A replica larger than a node spans `nodes` of them, its GPUs split evenly (GRES is per node).
   const nodes = swarm.serving.slurm?.nodesPerReplica ?? 1
   const gpusPerNode = Math.ceil(swarm.gpusPerReplica / nodes)
   return [
     ...header(config, swarm, name, [
-      ...(single ? [] : [`#SBATCH --array=0-${swarm.replicas - 1}`]),
       ...(nodes > 1 ? [`#SBATCH --nodes=${nodes}`, "#SBATCH --ntasks-per-node=1"] : []),
       `#SBATCH --cpus-per-task=${Math.max(1, Math.ceil(swarm.cpusPerReplica / nodes))}`,
       `#SBATCH --mem=${Math.ceil(swarm.memoryMiBPerReplica / nodes)}M`,
@@ -105,10 +102,10 @@ export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string, s
         : []),
     ]),
     "",
-    `addr=${sh(dir)}/${name}_\${SLURM_ARRAY_TASK_ID:-0}.addr`,
+    `addr=${sh(dir)}/${name}_0.addr`,
     // A requeued run starts elsewhere: its old address is gone until the new one serves.
     'rm -f "$addr"',
-    `echo "swarmplane: replica \${SLURM_ARRAY_TASK_ID:-0} run $(($\{SLURM_RESTART_COUNT:-0} + 1)) on $(hostname)"`,
+    `echo "swarmplane: replica run $(($\{SLURM_RESTART_COUNT:-0} + 1)) on $(hostname)"`,
     `export PORT=${freePort} HOST=0.0.0.0 MODEL=${sh(quotable("model", swarm.model))} SWARMPLANE_REPLICA_NODES=${nodes}`,
     ...exportLines(swarm.env, "env"),
     ...setupLines(config),
@@ -121,34 +118,55 @@ export function replicaScript(config: SlurmConfig, swarm: Swarm, name: string, s
   ].join("\n")
 }
 
-export function routerScript(config: SlurmConfig, swarm: Swarm, name: string, replicas: string): string {
+/** Where a swarm's router reads the replicas to route to, and writes its counters. */
+export const servingFiles = (config: SlurmConfig, project: string, swarm: Swarm) => {
   const dir = outputDirOf(config)
-  checked("replicas job name", replicas, JobNamePattern, "a swarmplane job name")
-  const command =
-    config.routerCommand?.map((w, i) => quotable(`routerCommand[${i}]`, w)) ??
-    agentArgv(config, ["swarmplane-agent", "router"])
+  return {
+    routing: `${dir}/${base(project, swarm)}.routing`,
+    counters: `${dir}/${base(project, swarm)}.counters`,
+  }
+}
+
+/** The swarm's router: it follows the routing file and writes its counters beside it. */
+export function routerScript(
+  config: SlurmConfig,
+  swarm: Swarm,
+  name: string,
+  files: { routing: string; counters: string },
+): string {
+  const dir = outputDirOf(config)
+  // The swarm keeps its port across routers (a new one after a scale to 0 or a failure).
+  const kept = swarm.url && URL.canParse(swarm.url) ? Number(new URL(swarm.url).port) || undefined : undefined
+  const port = swarm.serving.slurm?.routerPort ?? kept
+  const wake =
+    swarm.autoscaling?.minReplicas === 0 ? ["--wake-hold-s", String(swarm.autoscaling.wakeTimeoutS)] : []
+  const command = [
+    ...(config.routerCommand?.map((w, i) => quotable(`routerCommand[${i}]`, w)) ??
+      agentArgv(config, ["swarmplane-agent", "router"])),
+    "--upstream-list",
+    quotable("routing file", files.routing),
+    "--counters-file",
+    quotable("counters file", files.counters),
+    ...wake,
+  ]
   return [
     ...header(config, swarm, name, ["#SBATCH --cpus-per-task=1", "#SBATCH --mem=256M"]),
     "",
     `addr=${sh(dir)}/${name}_0.addr`,
     'rm -f "$addr"',
-    `export PORT=${swarm.serving.slurm?.routerPort ?? freePort}`,
+    `export PORT=${port ?? freePort}`,
     ...setupLines(config),
-    `files=(); for i in $(seq 0 ${swarm.replicas - 1}); do files+=(${sh(dir)}/${replicas}_$i.addr); done`,
-    `all_ready() { for f in "\${files[@]}"; do [ -s "$f" ] || return 1; done; }`,
-    "until all_ready; do sleep 1; done",
-    // The router reads the address files again while it runs: a replica Slurm requeued elsewhere
-    // writes its new address there, and the router follows it (the swarm's URL stays the same).
-    `upstreams=(); for f in "\${files[@]}"; do upstreams+=(--upstream-file "$f"); done`,
-    `${command.map((w) => sh(w)).join(" ")} --port "$PORT" "\${upstreams[@]}" &`,
+    `: >> ${sh(files.routing)}`,
+    `${command.map((w) => sh(w)).join(" ")} --port "$PORT" &`,
     "router=$!",
-    `until curl -s -o /dev/null "http://127.0.0.1:$PORT/"; do kill -0 $router 2>/dev/null || exit 1; sleep 1; done`,
+    `until curl -s -o /dev/null "http://127.0.0.1:$PORT/_swarmplane/router"; do kill -0 $router 2>/dev/null || exit 1; sleep 1; done`,
     `echo "${myAddress}:$PORT" > "$addr.tmp" && mv "$addr.tmp" "$addr"`,
     "wait $router",
     "",
   ].join("\n")
 }
 
+/** Submit a script read from stdin under a name, or print the id of the job that already has it. */
 export const submit = (name: string, dir: string) =>
   [
     `existing=$(squeue -h -t all -u "$(id -un)" --name=${sh(name)} -o %F | head -n 1)`,
@@ -156,95 +174,70 @@ export const submit = (name: string, dir: string) =>
     `mkdir -p ${sh(dir)} && rm -f ${sh(dir)}/${sh(name)}_*.addr && sbatch --parsable`,
   ].join("\n")
 
-export const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? ""
+/** Cancel the jobs of these names (scancel takes one name at a time). */
+export const cancelNamesCommand = (names: readonly string[]) =>
+  names.length
+    ? `for n in ${names.map(sh).join(" ")}; do scancel -u "$(id -un)" --name="$n"; done; true`
+    : "true"
 
-export function SlurmServing(o: SlurmServingOptions) {
-  const dir = outputDirOf(o.config)
+/**
+ * Everything a pass needs of one swarm, in one command: `legacy` jobs cancelled first (a swarm served
+ * by an earlier release, its replicas one array job), its jobs in the queue, a health probe of each
+ * address file (a replica is healthy when its health check answers 2xx; the router when it says it
+ * routes: it has replicas, or holds requests while one wakes), the routing file and the counters.
+ */
+export function observeCommand(o: {
+  dir: string
+  replicas: readonly string[]
+  router?: string
+  healthPath: string
+  files: { routing: string; counters: string }
+  legacy?: readonly string[]
+}): string {
+  const names = [...o.replicas, ...(o.router ? [o.router] : [])]
+  return [
+    ...(o.legacy?.length ? [cancelNamesCommand(o.legacy).replace(/; true$/, " 2>/dev/null")] : []),
+    names.length
+      ? `squeue -h -t all -u "$(id -un)" --name=${sh(names.join(","))} -o ${sh(SQUEUE_FORMAT)}`
+      : "true",
+    "echo @@addr",
+    ...o.replicas.map(
+      (n) =>
+        `f=${sh(o.dir)}/${sh(n)}_0.addr; if [ -s "$f" ]; then a=$(head -c 256 "$f" | tr -d '\\n'); code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$a"${sh(o.healthPath)} || true); echo "$(basename "$f")|$a|$code"; fi`,
+    ),
+    ...(o.router
+      ? [
+          `f=${sh(o.dir)}/${sh(o.router)}_0.addr; if [ -s "$f" ]; then a=$(head -c 256 "$f" | tr -d '\\n'); body=$(curl -s -m 2 "http://$a/_swarmplane/router" || true); case "$body" in *'"ready":true'*) code=200;; "") code=000;; *) code=503;; esac; echo "$(basename "$f")|$a|$code"; fi`,
+        ]
+      : []),
+    "echo @@routing",
+    `head -c 262144 ${sh(o.files.routing)} 2>/dev/null`,
+    "echo @@counters",
+    `head -c 65536 ${sh(o.files.counters)} 2>/dev/null; true`,
+  ].join("\n")
+}
 
+/** `observeCommand`'s output in its parts. */
+export function observeSections(stdout: string) {
+  const [queue = "", rest = ""] = stdout.split("@@addr\n")
+  const [addrs = "", rest2 = ""] = rest.split("@@routing\n")
+  const [routing = "", counters = ""] = rest2.split("@@counters\n")
   return {
-    /**
-     * Submit (or adopt) the replicas and the router of the current generation, then cancel other
-     * generations. Both scripts are written (and their values checked) before anything is submitted;
-     * a refusal is final (`BackendError`, not retryable) and leaves nothing running.
-     */
-    async createOrUpdate(swarm: Swarm): Promise<NonNullable<Swarm["handle"]>> {
-      const replicas = replicasName(o.project, swarm, swarm.generation)
-      const router = routerName(o.project, swarm, swarm.generation)
-      const replicaBody = replicaScript(o.config, swarm, replicas)
-      const routerBody = routerScript(o.config, swarm, router, replicas)
-      const r = await o.run(submit(replicas, dir), replicaBody)
-      const replicaJob = /^(\d+)/.exec(r.stdout.trim())?.[1]
-      if (r.code !== 0 || !replicaJob)
-        throw new BackendError(`sbatch refused the replicas: ${lastLine(r.stderr || r.stdout)}`, false)
-      const q = await o.run(submit(router, dir), routerBody)
-      const routerJob = /^(\d+)/.exec(q.stdout.trim())?.[1]
-      if (q.code !== 0 || !routerJob) {
-        await o.run(`scancel ${sh(replicaJob)}`)
-        throw new BackendError(`sbatch refused the router: ${lastLine(q.stderr || q.stdout)}`, false)
-      }
-      await this.stopOthers(swarm, [replicas, router])
-      return {
-        id: replicaJob,
-        url: "",
-        meta: { generation: swarm.generation, replicas, router, replicaJob, routerJob },
-      }
-    },
-
-    /** Cancel the jobs of the swarm's other generations (an update replaces them). */
-    async stopOthers(swarm: Swarm, keep: string[]) {
-      const prefix = `${base(o.project, swarm)}-g`
-      await o.run(
-        [
-          `ids=$(squeue -h -u "$(id -un)" -o '%F|%j' | awk -F'|' -v p=${sh(prefix)} ${keep.map((k, i) => `-v k${i}=${sh(k)}`).join(" ")} 'index($2,p)==1 ${keep.map((_, i) => `&& $2!=k${i}`).join(" ")} {print $1}' | sort -u)`,
-          `[ -z "$ids" ] || scancel $ids`,
-          "true",
-        ].join("\n"),
-      )
-    },
-
-    /** The deployment's state, from one command of its own (the reconcile pass batches this instead). */
-    async status(swarm: Swarm): Promise<ServingStatus | { gone: true }> {
-      const names = servingNames(swarm)
-      if (!names) return { gone: true }
-      const out = await o.run(
-        [
-          `squeue -h -t all -u "$(id -un)" --name=${sh(names.replicas)},${sh(names.router)} -o ${sh(SQUEUE_FORMAT)}`,
-          "echo @@addr",
-          probeCommand(dir, [swarm]),
-        ].join("\n"),
-      )
-      const [queue = "", addrs = ""] = out.stdout.split("@@addr\n")
-      return servingStatusFrom(swarm, parseSqueue(queue), parseProbes(addrs))
-    },
-
-    /** Cancel every job of the swarm and wait until none is queued or running. */
-    async delete(swarm: Swarm): Promise<void> {
-      await this.stopOthers(swarm, [])
-    },
+    queue,
+    probes: parseProbes(addrs),
+    routed: routing
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean),
+    counters,
   }
 }
 
-/** The job names of a swarm's current deployment, from its handle. */
-export function servingNames(swarm: Swarm): { replicas: string; router: string } | undefined {
-  const meta = swarm.handle?.meta
-  if (!meta || typeof meta.replicas !== "string" || typeof meta.router !== "string") return undefined
-  return { replicas: meta.replicas, router: meta.router }
-}
+/** Write the routing file: the replicas the router sends requests to, one a line (a new file, renamed). */
+export const routeCommand = (dir: string, routing: string, urls: readonly string[]) =>
+  `mkdir -p ${sh(dir)} && printf '%s\\n' ${urls.map((u) => sh(u.replaceAll("\n", ""))).join(" ")} > ${sh(`${routing}.tmp`)} && mv ${sh(`${routing}.tmp`)} ${sh(routing)}`
 
-/**
- * Health probes of the swarms' address files, run on the login node (compute nodes are usually
- * reachable only from inside the cluster): one `<file>|<address>|<http code>` line per file.
- */
-export function probeCommand(dir: string, swarms: Swarm[]): string {
-  const lines = swarms.flatMap((swarm) => {
-    const names = servingNames(swarm)
-    if (!names) return []
-    return [
-      `for f in ${sh(dir)}/${sh(names.replicas)}_*.addr ${sh(dir)}/${sh(names.router)}_0.addr; do [ -s "$f" ] || continue; a=$(head -c 256 "$f" | tr -d '\\n'); code=$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$a"${sh(swarm.healthPath)} || true); echo "$(basename "$f")|$a|$code"; done`,
-    ]
-  })
-  return lines.length ? lines.join("\n") : "true"
-}
+export const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? ""
 
 export type Probes = Map<string, { addr: string; code: string }>
 
@@ -257,68 +250,33 @@ export function parseProbes(text: string): Probes {
   return out
 }
 
-/**
- * A swarm's phase from its jobs' rows and the probes of its address files. `idle`: none of its jobs is
- * queued or running any more (a teardown is complete). A swarm that served stays RUNNING while its
- * router and at least one replica answer (a replica Slurm requeued elsewhere comes back behind the
- * same router); it is INITIALIZING until every replica first answers.
- */
-export function servingStatusFrom(
-  swarm: Swarm,
-  rows: SqueueRow[],
-  probes: Probes,
-): ServingStatus | { gone: true } {
-  const names = servingNames(swarm)
-  if (!names) return { gone: true }
-  const replicaRows = rows.filter((r) => r.name === names.replicas)
-  const routerRow = rows.find((r) => r.name === names.router)
-  if (!replicaRows.length && !routerRow) return { gone: true }
-  const routerProbe = probes.get(`${names.router}_0.addr`)
-  const routerOk = !!routerProbe && routerProbe.code !== "000" && routerProbe.code !== ""
-  const items = Array.from({ length: swarm.replicas }, (_, index) => {
-    const row = replicaRows.find((r) => r.arrayTaskId === index || r.arrayTaskIds?.includes(index))
-    const probe = probes.get(`${names.replicas}_${index}.addr`)
-    const ok = !!probe && probe.code.startsWith("2") && !!row && isUnfinished(row.state)
-    const state = ok ? "READY" : (row?.state ?? "UNKNOWN")
-    return {
-      index,
-      state,
-      ...(probe ? { url: `http://${probe.addr}` } : {}),
-      ...(row && mapSlurmState(row.state, row.reason).kind === "pending"
-        ? { message: (mapSlurmState(row.state, row.reason) as { message: string }).message }
-        : {}),
+/** What a job of the swarm is, from its queue row and the probe of its address file. */
+export function slurmObservation(
+  row: SqueueRow | undefined,
+  probe: { addr: string; code: string } | undefined,
+): ReplicaObservation {
+  if (!row) return { state: "missing" }
+  const state = mapSlurmState(row.state, row.reason)
+  switch (state.kind) {
+    case "pending":
+      return {
+        state: "pending",
+        ...("message" in state && state.message ? { detail: `Slurm: ${state.message}` } : {}),
+      }
+    case "running": {
+      const ok = !!probe && probe.code.startsWith("2")
+      if (ok) return { state: "ready", url: `http://${probe!.addr}` }
+      return { state: "starting", ...("message" in state && state.message ? { detail: state.message } : {}) }
     }
-  })
-  const ready = items.filter((i) => i.state === "READY").length
-  const replicas = { ready, total: swarm.replicas, items }
-  const all = [...replicaRows, ...(routerRow ? [routerRow] : [])]
-  const idle = all.every((r) => !isUnfinished(r.state))
-  const ended = all.map((r) => mapSlurmState(r.state, r.reason))
-  const base = { replicas, generation: swarm.generation, ...(idle ? { idle } : {}) }
-  if (ended.every((s) => s.kind === "killed"))
-    return swarm.desired === "deleted"
-      ? { phase: "STOPPED", ...base }
-      : {
-          phase: "FAILED",
-          detail: "its Slurm jobs were cancelled on the cluster, not through swarmplane",
-          ...base,
-        }
-  const failed = ended.find((s) => !["pending", "running", "unknown"].includes(s.kind))
-  if (failed) return { phase: "FAILED", detail: `a serving job ended: ${failed.state}`, ...base }
-  const served = swarm.phase === "RUNNING" && swarm.observedGeneration === swarm.generation
-  if (routerOk && (ready === swarm.replicas || (served && ready > 0)))
-    return {
-      phase: "RUNNING",
-      url: `http://${routerProbe!.addr}`,
-      ...(ready < swarm.replicas ? { detail: `${ready}/${swarm.replicas} replicas ready` } : {}),
-      ...base,
-    }
-  if (replicaRows.some((r) => mapSlurmState(r.state, r.reason).kind === "running"))
-    return { phase: "INITIALIZING", detail: `${ready}/${swarm.replicas} replicas ready`, ...base }
-  const waiting = replicaRows.map((r) => mapSlurmState(r.state, r.reason)).find((s) => s.kind === "pending")
-  return {
-    phase: "PENDING",
-    ...(waiting && "message" in waiting ? { detail: `Slurm: ${waiting.message}` } : {}),
-    ...base,
+    case "killed":
+      return { state: "ended", detail: "cancelled" }
+    case "unknown":
+      return { state: "starting", detail: state.message }
+    default:
+      return {
+        state: "failed",
+        over: !isUnfinished(row.state),
+        detail: "message" in state && state.message ? state.message : state.state.toLowerCase(),
+      }
   }
 }
