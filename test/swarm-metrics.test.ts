@@ -90,5 +90,23 @@ test("requests through a swarm's URL show in its metrics: rate, no errors, laten
   expect(series.some((s) => s.requestsPerS > 0 && s.errorRate === 0)).toBe(true)
   expect(series.every((s, i) => i === 0 || Date.parse(s.at) > Date.parse(series[i - 1]!.at))).toBe(true)
 
+  // Per replica, between the last two samples: caught while the last step is the one with the requests.
+  const perReplica = await until(
+    "the per-replica figures of the step with the requests",
+    async () => {
+      const m = (await p.call("GET", "/v1/swarms/llm/metrics")).json
+      return m.series.at(-1)?.requestsPerS > 0 && m.replicas.length > 0 && m
+    },
+    60_000,
+  )
+  const [replica] = perReplica.replicas
+  expect(replica).toMatchObject({ slot: 0, generation: 1, inFlight: 0 })
+  expect(replica.requestsPerS * replica.seconds).toBeCloseTo(20, 5)
+  expect(replica.tokensPerS * replica.seconds).toBeCloseTo(80, 5)
+  expect(replica.ttftP50S).toBeGreaterThan(0)
+  expect(replica.errorRate).toBe(0)
+  // Nothing waited in the router: a replica served all along.
+  expect(minute.queueWaitP99S).toBeLessThanOrEqual(0.005)
+
   expect((await p.call("GET", "/v1/swarms/nope/metrics")).status).toBe(404)
 })

@@ -41,6 +41,9 @@ class Histogram {
 
 export interface UpstreamStats {
   inFlight: number
+  /** Its requests in flight integrated over time up to `since`, ms. */
+  busyMs: number
+  since: number
   /** Answers by status class (`2xx`, `4xx`, `5xx`, ...). */
   answers: Record<string, number>
   /** Requests that got no answer from it (unreachable, or it failed mid-request). */
@@ -90,13 +93,32 @@ export interface RouterTotals {
   /** Per-bucket counts of request duration and time to first byte (`DurationBuckets`, then above). */
   durationBuckets: number[]
   firstByteBuckets: number[]
+  /** Per-bucket counts of the time requests waited in the router before a replica took them. */
+  queueWaitBuckets: number[]
+  /** Per replica routed to (the busiest `MaxReportedReplicas`), its counters. */
+  replicas: ReplicaTotals[]
 }
+
+export interface ReplicaTotals {
+  url: string
+  inFlight: number
+  requests: number
+  failures: number
+  answers5xx: number
+  tokens: number
+  busySeconds: number
+  firstByteBuckets: number[]
+}
+
+/** Replicas reported at most (the control plane's bound). */
+export const MaxReportedReplicas = 64
 
 export function routerMetrics(now: () => number = () => performance.now()) {
   const stats = new Map<string, UpstreamStats>()
   const all = { failures: 0, tokens: 0, answers: {} as Record<string, number> }
   const allDuration = new Histogram()
   const allFirstByte = new Histogram()
+  const queueWait = new Histogram()
   // The area under "requests in flight" since the start: `busyMs` up to `since`, `open` in flight since.
   let busyMs = 0
   let open = 0
@@ -112,6 +134,8 @@ export function routerMetrics(now: () => number = () => performance.now()) {
     if (!s) {
       s = {
         inFlight: 0,
+        busyMs: 0,
+        since: now(),
         answers: {},
         failures: 0,
         tokens: 0,
@@ -129,7 +153,13 @@ export function routerMetrics(now: () => number = () => performance.now()) {
     /** Start a request on `upstream`; every passage ends exactly once (`done` or `failed`). */
     begin(upstream: string): Passage {
       const s = of(upstream)
-      s.inFlight++
+      const moveOne = (by: 1 | -1) => {
+        const t = now()
+        s.busyMs += s.inFlight * (t - s.since)
+        s.since = t
+        s.inFlight += by
+      }
+      moveOne(1)
       move(1)
       const started = now()
       let ended = false
@@ -141,7 +171,7 @@ export function routerMetrics(now: () => number = () => performance.now()) {
       const end = () => {
         if (ended) return false
         ended = true
-        s.inFlight--
+        moveOne(-1)
         move(-1)
         return true
       }
@@ -194,6 +224,11 @@ export function routerMetrics(now: () => number = () => performance.now()) {
       }
     },
 
+    /** A request waited this long in the router before a replica took it (or it gave up waiting). */
+    queued(seconds: number): void {
+      queueWait.observe(seconds)
+    },
+
     /** Per replica, for the agent's report: in flight, answers, failures, tokens, p50/p99 seconds. */
     snapshot() {
       return [...stats].map(([upstream, s]) => ({
@@ -225,6 +260,20 @@ export function routerMetrics(now: () => number = () => performance.now()) {
         waiting,
         durationBuckets: buckets(allDuration),
         firstByteBuckets: buckets(allFirstByte),
+        queueWaitBuckets: buckets(queueWait),
+        replicas: [...stats]
+          .sort(([, a], [, b]) => b.inFlight - a.inFlight || b.duration.count - a.duration.count)
+          .slice(0, MaxReportedReplicas)
+          .map(([url, st]) => ({
+            url,
+            inFlight: st.inFlight,
+            requests: st.duration.count,
+            failures: st.failures,
+            answers5xx: st.answers["5xx"] ?? 0,
+            tokens: st.tokens,
+            busySeconds: (st.busyMs + st.inFlight * (now() - st.since)) / 1000,
+            firstByteBuckets: buckets(st.firstByte),
+          })),
       }
     },
 
@@ -273,6 +322,23 @@ export function routerMetrics(now: () => number = () => performance.now()) {
         "Time to the first byte of the answer's body (a stream's first token).",
         (s) => s.firstByte,
       )
+      family(
+        "swarmplane_router_queue_wait_seconds",
+        "histogram",
+        "Time a request waited in the router before a replica took it (held while one wakes).",
+      )
+      {
+        let cumulative = 0
+        DurationBuckets.forEach((b, i) => {
+          cumulative += queueWait.counts[i]!
+          lines.push(`swarmplane_router_queue_wait_seconds_bucket{le="${b}"} ${cumulative}`)
+        })
+        lines.push(`swarmplane_router_queue_wait_seconds_bucket{le="+Inf"} ${queueWait.count}`)
+        lines.push(
+          `swarmplane_router_queue_wait_seconds_sum ${queueWait.sum}`,
+          `swarmplane_router_queue_wait_seconds_count ${queueWait.count}`,
+        )
+      }
       return `${lines.join("\n")}\n`
     },
   }

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createEchoServer, type EchoServer } from "./echo-server"
 import { freePort } from "./net"
 import { createRouter, type Router, RouterMetricsPath, RouterStatusPath } from "./router"
+import { DurationBuckets } from "./router-metrics"
 
 let a: EchoServer
 let b: EchoServer
@@ -271,6 +272,18 @@ describe("load-aware routing and metrics", () => {
         requests: 4,
       })
       expect(replica!.firstByteP50).toBeGreaterThan(0)
+      // What the control plane gets of it: the same, as counters.
+      const [reported] = r.metrics.totals().replicas
+      expect(reported).toMatchObject({
+        url: new URL(urlB).origin,
+        inFlight: 0,
+        requests: 4,
+        failures: 0,
+        answers5xx: 0,
+        tokens: 12,
+      })
+      expect(reported!.firstByteBuckets.reduce((x, y) => x + y, 0)).toBe(4)
+      expect(reported!.busySeconds).toBeGreaterThan(0)
       const text = await (await fetch(`${url}${RouterMetricsPath}`)).text()
       const label = `upstream="${new URL(urlB).origin}"`
       expect(text).toContain(`swarmplane_router_answers_total{${label},code="2xx"} 3`)
@@ -322,6 +335,8 @@ async function blackhole(): Promise<{ url: string; close(): void }> {
   }
 }
 
+const RouterBucketIndex = (s: number) => DurationBuckets.indexOf(s)
+
 async function until(done: () => boolean): Promise<void> {
   while (!done()) await new Promise((r) => setImmediate(r))
 }
@@ -329,7 +344,8 @@ async function until(done: () => boolean): Promise<void> {
 describe("a swarm scaled to zero: requests held while a replica wakes", () => {
   it("holds a request with no upstream, says it waits, and answers it once a replica comes", async () => {
     let told = 0
-    const r = createRouter([], { onWaiting: () => told++ })
+    let clock = 0
+    const r = createRouter([], { onWaiting: () => told++, now: () => clock })
     r.setHold(10_000)
     const url = `http://127.0.0.1:${await r.listen(0)}`
     try {
@@ -342,11 +358,19 @@ describe("a swarm scaled to zero: requests held while a replica wakes", () => {
       expect(r.waiting()).toBe(1)
       expect(told).toBe(1)
       expect(r.metrics.totals(r.waiting()).waiting).toBe(1)
+      clock = 3000
       r.setUpstreams([urlA])
       const res = await answer
       expect(res.status).toBe(200)
       expect(JSON.stringify(await res.json())).toContain("wake up")
       expect(r.waiting()).toBe(0)
+      // It waited 3 s in the router: the queue-wait histogram has it in its 5 s bucket.
+      const wait = r.metrics.totals().queueWaitBuckets
+      expect(wait[RouterBucketIndex(5)]).toBe(1)
+      expect(wait.reduce((x, y) => x + y, 0)).toBe(1)
+      expect(await (await fetch(`${url}${RouterMetricsPath}`)).text()).toContain(
+        'swarmplane_router_queue_wait_seconds_bucket{le="5"} 1',
+      )
     } finally {
       await r.close()
     }

@@ -109,11 +109,12 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
   setUpstreams(initial)
 
   /** Hold a request until an upstream comes or `holdMs` passes (then 503 with `Retry-After`). */
-  const hold = (req: IncomingMessage, res: ServerResponse) => {
+  const hold = (req: IncomingMessage, res: ServerResponse, arrived: number) => {
     const entry = {
-      go: () => route(req, res),
+      go: () => route(req, res, arrived),
       timer: setTimeout(() => {
         held.delete(entry)
+        metrics.queued((now() - arrived) / 1000)
         const retryS = Math.max(1, Math.ceil(holdMs / 10_000))
         res.setHeader("retry-after", String(retryS))
         sendError(
@@ -149,15 +150,17 @@ export function createRouter(initial: readonly string[] = [], options: RouterOpt
       res.end(text)
       return
     }
-    if (targets.length === 0 && holdMs > 0) return hold(req, res)
-    route(req, res)
+    const arrived = now()
+    if (targets.length === 0 && holdMs > 0) return hold(req, res, arrived)
+    route(req, res, arrived)
   })
 
-  const route = (req: IncomingMessage, res: ServerResponse) => {
+  const route = (req: IncomingMessage, res: ServerResponse, arrived: number) => {
     if (targets.length === 0) {
       sendError(res, 503, "router.no_upstream", "no ready replica to route to yet; retry shortly")
       return
     }
+    metrics.queued((now() - arrived) / 1000)
     // The fewest in flight among those not cooling down (all, if every one is), ties taken in turn
     // from a rotating start; the retry goes to the next least loaded.
     const t = now()

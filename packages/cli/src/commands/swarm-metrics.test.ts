@@ -11,6 +11,8 @@ const window = {
   latencyP99S: 2.5,
   ttftP50S: 0.05,
   ttftP99S: null,
+  queueWaitP50S: 0.005,
+  queueWaitP99S: 5,
   tokensPerS: 37.5,
 }
 const metrics = {
@@ -18,20 +20,38 @@ const metrics = {
   sampledAt: "2026-12-02T12:00:00.000Z",
   inFlight: 3,
   windows: { "1m": window, "5m": { ...window, seconds: 300 } },
+  replicas: [
+    {
+      url: "http://10.0.0.1:5000",
+      slot: 3,
+      generation: 2,
+      seconds: 10,
+      inFlight: 2,
+      meanInFlight: 1.5,
+      requestsPerS: 1.2,
+      ttftP50S: 0.05,
+      ttftP99S: 0.25,
+      tokensPerS: 20,
+    },
+  ],
 }
 
-test("a row per window: req/s, errors, latency and first-token percentiles, tokens/s", async () => {
+test("a row per window: req/s, errors, latency, first-token and queue-wait percentiles, tokens/s; a row per replica", async () => {
   const res = await run(["swarm", "metrics", "demo"], {
     routes: { "GET /v1/swarms/demo/metrics": () => ({ body: metrics }) },
   })
   expect(res.code).toBe(0)
   const lines = res.stdout.split("\n")
   expect(lines.find((l) => l.startsWith("1m"))).toMatch(
-    /^1m\s+2\.00\s+2\.5%\s+250 ms \/ 2\.5 s\s+50 ms \/ > 120 s\s+37\.5/,
+    /^1m\s+2\.00\s+2\.5%\s+250 ms \/ 2\.5 s\s+50 ms \/ > 120 s\s+5 ms \/ 5\.0 s\s+37\.5/,
   )
   expect(lines.some((l) => l.startsWith("5m"))).toBe(true)
   expect(lines.some((l) => l.startsWith("15m"))).toBe(false)
   expect(res.stdout).toContain("in flight 3, sampled at 2026-12-02T12:00:00.000Z")
+  expect(res.stdout).toContain("Per replica, over the last 10 s:")
+  expect(lines.find((l) => l.startsWith("3 "))).toMatch(
+    /^3\s+2\s+http:\/\/10\.0\.0\.1:5000\s+2\s+1\.5\s+1\.20\s+-\s+50 ms \/ 250 ms\s+20\.0$/,
+  )
 })
 
 test("-o json prints the API's answer; before any traffic it says when figures will come", async () => {

@@ -184,7 +184,7 @@ function metricsTable(ctx: Ctx, m: SwarmMetrics): string {
   if (!windows.length)
     return m.sampledAt
       ? `no traffic figures for ${m.name} yet: its router was sampled at ${m.sampledAt}; the next sample (within 10 s) starts the first window`
-      : `no metrics for ${m.name} yet: they come from its router (swarms on workers backends), sampled every 10 s at most`
+      : `no metrics for ${m.name} yet: they come from its router (swarms on workers and slurm backends), sampled every 10 s at most`
   const s = (x: number | null | undefined) =>
     x === undefined
       ? "-"
@@ -199,15 +199,56 @@ function metricsTable(ctx: Ctx, m: SwarmMetrics): string {
     f.errorRate === undefined ? "-" : `${(f.errorRate * 100).toFixed(1)}%`,
     `${s(f.latencyP50S)} / ${s(f.latencyP99S)}`,
     `${s(f.ttftP50S)} / ${s(f.ttftP99S)}`,
+    `${s(f.queueWaitP50S)} / ${s(f.queueWaitP99S)}`,
     f.tokensPerS.toFixed(1),
+  ])
+  const replicas = (m.replicas ?? []).map((r) => [
+    r.slot === undefined ? "-" : String(r.slot),
+    r.generation === undefined ? "-" : String(r.generation),
+    r.url,
+    String(r.inFlight),
+    r.meanInFlight === undefined ? "-" : r.meanInFlight.toFixed(1),
+    r.requestsPerS.toFixed(2),
+    r.errorRate === undefined ? "-" : `${(r.errorRate * 100).toFixed(1)}%`,
+    `${s(r.ttftP50S)} / ${s(r.ttftP99S)}`,
+    r.tokensPerS.toFixed(1),
   ])
   return [
     table(
       ctx.out,
-      ["window", "req/s", "errors", "latency p50 / p99", "first token p50 / p99", "tokens/s"],
+      [
+        "window",
+        "req/s",
+        "errors",
+        "latency p50 / p99",
+        "first token p50 / p99",
+        "queue wait p50 / p99",
+        "tokens/s",
+      ],
       rows,
     ),
     `in flight ${m.inFlight ?? 0}, sampled at ${m.sampledAt}`,
+    ...(replicas.length
+      ? [
+          "",
+          `Per replica, over the last ${Math.round(m.replicas[0]!.seconds)} s:`,
+          table(
+            ctx.out,
+            [
+              "slot",
+              "gen",
+              "replica",
+              "in flight",
+              "mean",
+              "req/s",
+              "errors",
+              "first token p50 / p99",
+              "tokens/s",
+            ],
+            replicas,
+          ),
+        ]
+      : []),
   ].join("\n")
 }
 

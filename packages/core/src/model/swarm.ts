@@ -33,6 +33,14 @@ export const Autoscaling = z
       .max(10_000)
       .default(32)
       .describe("Concurrent requests per replica the autoscaler aims for."),
+    targetFirstTokenP99S: z
+      .number()
+      .min(0.005)
+      .max(120)
+      .optional()
+      .describe(
+        "Time to first token (first byte of the answer), 99th percentile, the autoscaler keeps under: above it, one replica more per step (after `scaleUpDelayS`) whatever the in-flight target says, and no scale-down. Read from the router's histogram, so compared at bucket bounds (…, 0.25, 0.5, 1, 2.5, 5, 10 s …).",
+      ),
     scaleUpDelayS: z
       .number()
       .int()
@@ -337,6 +345,11 @@ export const AutoscalerState = z
         seconds: z.number().describe("The time it covers, s."),
         inFlight: z.number().describe("Mean requests in flight over it."),
         requests: z.number().int().describe("Requests answered in it."),
+        ttftP99S: z
+          .number()
+          .nullable()
+          .optional()
+          .describe("Time to first byte over it, 99th percentile (its bucket's upper bound), s."),
         wanted: z.number().int().describe("The replicas that load asks for, within min and max."),
       })
       .optional()
@@ -450,9 +463,33 @@ const WindowFigures = z
     latencyP99S: seconds.describe("Request duration, 99th percentile, s."),
     ttftP50S: seconds.describe("Time to the first byte (the first token of a stream), median, s."),
     ttftP99S: seconds.describe("Time to the first byte, 99th percentile, s."),
+    queueWaitP50S: seconds.describe(
+      "Time a request waited in the router before a replica took it (held while one wakes), median, s.",
+    ),
+    queueWaitP99S: seconds.describe("Time waited in the router, 99th percentile, s."),
     tokensPerS: z.number().describe("Completion tokens answered per second."),
   })
   .openapi("SwarmMetricsWindow")
+
+const ReplicaMetrics = z
+  .object({
+    url: z.string().describe("The replica, as the router reaches it."),
+    slot: z
+      .number()
+      .int()
+      .optional()
+      .describe("Its slot in the swarm's replica set, when it is one of them."),
+    generation: z.number().int().optional().describe("The swarm generation it runs, when known."),
+    seconds: z.number().describe("The time the figures cover (between the router's last two samples), s."),
+    inFlight: z.number().int().describe("Requests it was answering at the last sample."),
+    meanInFlight: z.number().optional().describe("Requests in flight on average over the time covered."),
+    requestsPerS: z.number().describe("Requests it answered per second."),
+    errorRate: z.number().optional().describe("Its failed and 5xx answers over all; absent with none."),
+    ttftP50S: seconds.describe("Its time to first byte (first token of a stream), median, s."),
+    ttftP99S: seconds.describe("Its time to first byte, 99th percentile, s."),
+    tokensPerS: z.number().describe("Completion tokens it answered per second."),
+  })
+  .openapi("SwarmReplicaMetrics")
 
 export const SwarmMetrics = z
   .object({
@@ -468,6 +505,11 @@ export const SwarmMetrics = z
         "15m": WindowFigures.optional().describe("The last 15 minutes."),
       })
       .describe("The figures over the last 1, 5 and 15 minutes, each ending at the last sample."),
+    replicas: z
+      .array(ReplicaMetrics)
+      .describe(
+        "Per replica the router routes to, its figures between the router's last two samples (about 10 s); empty before two samples.",
+      ),
     series: z
       .array(
         z

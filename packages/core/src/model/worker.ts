@@ -81,6 +81,23 @@ const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)
 const buckets = z.array(count).length(RouterBuckets.length + 1)
 
 /** A swarm router's counters since its process started: what the swarm's metrics are made from. */
+/** Replicas a router reports counters of, at most (a swarm has at most this many routed at once). */
+export const MaxReportedReplicas = 64
+
+/** One replica's counters at the router, since the router started routing to it. */
+export const ReplicaCounters = z
+  .object({
+    url: z.string().max(256).describe("The replica, as the router reaches it."),
+    inFlight: count.describe("Requests it is answering now."),
+    requests: count.describe("Requests it answered to the end."),
+    failures: count.describe("Requests it did not answer."),
+    answers5xx: count.optional().describe("Its 5xx answers."),
+    tokens: count.describe("Completion tokens it answered."),
+    busySeconds: z.number().min(0).optional().describe("Its requests in flight integrated over time, s."),
+    firstByteBuckets: buckets.describe("Its requests by time to first byte, per bucket of `RouterBuckets`."),
+  })
+  .strict()
+
 export const RouterCounters = z
   .object({
     startedAt: z.number().int().min(0).describe("When this router process started, epoch ms."),
@@ -105,6 +122,16 @@ export const RouterCounters = z
       "Requests by duration, per bucket of `RouterBuckets` seconds, then above.",
     ),
     firstByteBuckets: buckets.describe("Requests by time to first byte, the same buckets."),
+    queueWaitBuckets: buckets
+      .optional()
+      .describe(
+        "Requests by the time they waited in the router before a replica took them (held while one wakes), the same buckets.",
+      ),
+    replicas: z
+      .array(ReplicaCounters)
+      .max(MaxReportedReplicas)
+      .optional()
+      .describe(`Per replica the router routes to (at most ${MaxReportedReplicas}), its counters.`),
   })
   .strict()
 
@@ -146,6 +173,7 @@ export const ObservedAttempt = z
   .openapi("ObservedAttempt")
 export type ObservedAttempt = z.infer<typeof ObservedAttempt>
 export type RouterCounters = z.infer<typeof RouterCounters>
+export type ReplicaCounters = z.infer<typeof ReplicaCounters>
 /** A router's counters as a heartbeat brought them (`at`, epoch ms): one sample of a swarm's metrics. */
 export type RouterSample = RouterCounters & { at: number }
 

@@ -142,6 +142,52 @@ describe("deciding", () => {
   })
 })
 
+describe("a time-to-first-token target", () => {
+  /** Bucket counts (`RouterBuckets` then above) with `n` requests whose first byte came within `s` seconds. */
+  const firstByte = (n: number, s: number) => {
+    const bounds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
+    const counts = Array.from({ length: bounds.length + 1 }, () => 0)
+    counts[bounds.findIndex((b) => s <= b)] = n
+    return counts
+  }
+  /** One reading: 10 s with `load` in flight on average and 20 requests whose first byte took `ttft` s. */
+  const step = (p: ReturnType<typeof policy>, current: number, ttft: number, load = 1) =>
+    autoscale({
+      policy: p,
+      specReplicas: current,
+      state: { replicas: current, decisions: [] },
+      samples: [
+        sample(0, 0, 0, { firstByteBuckets: firstByte(0, 1) }),
+        sample(10, load * 10, 20, { firstByteBuckets: firstByte(20, ttft) }),
+      ],
+      serving: current,
+      now: t0 + 10_000,
+    })
+
+  test("slow first tokens add a replica though the in-flight target is met, and say so", () => {
+    const r = step(policy({ targetFirstTokenP99S: 1 }), 2, 2)
+    expect(r.state.replicas).toBe(3)
+    expect(r.decision?.reason).toBe(
+      "time to first token p99 ≤ 2.5 s over 10 s, above the target 1 s (1.0 requests in flight on average): 2 → 3",
+    )
+    expect(r.state.reading).toMatchObject({ ttftP99S: 2.5, wanted: 3 })
+  })
+
+  test("first tokens within the target leave the in-flight target to decide; above it, no scale-down", () => {
+    // Light load asks for 1 replica: with fast first tokens it goes down (no delay), with slow ones not.
+    const fast = step(policy({ targetFirstTokenP99S: 1, scaleDownDelayS: 0 }), 3, 0.5)
+    expect(fast.state.replicas).toBe(1)
+    expect(fast.decision?.reason).toMatch(/target 2 per replica \(time to first token p99 ≤ 0\.5 s\): 3 → 1/)
+    const slow = step(policy({ targetFirstTokenP99S: 1, scaleDownDelayS: 0 }), 3, 5)
+    expect(slow.state.replicas).toBe(4)
+  })
+
+  test("at maxReplicas slow first tokens change nothing; without the target they are not read", () => {
+    expect(step(policy({ targetFirstTokenP99S: 1 }), 4, 5).decision).toBeUndefined()
+    expect(step(policy(), 2, 60).state.replicas).toBe(2)
+  })
+})
+
 describe("a changed policy", () => {
   test("a count outside a new range moves into it at once, saying why", () => {
     const moved = autoscale({

@@ -3,13 +3,16 @@
  * itself. Pure. The load is the mean number of requests in flight between the router's last two
  * samples (its in-flight time integral over the time between: Little's law, not one instant); the
  * count it asks for is that over `targetInflightPerReplica`, rounded up, within `minReplicas` and
- * `maxReplicas`. A count above the current one is taken once the load has asked for more for
+ * `maxReplicas`. With `targetFirstTokenP99S`, a time to first token above it (p99 between the same two
+ * samples) asks for one replica more than the current count, whatever the in-flight target says, and
+ * holds any scale-down. A count above the current one is taken once the load has asked for more for
  * `scaleUpDelayS`, a lower one once it has asked for less for `scaleDownDelayS` (so a burst adds
  * replicas at once and a lull does not remove them). With `minReplicas` 0 the swarm goes to zero only
  * after no request at all for `scaleDownDelayS`; a request held by the router wakes it at once.
  */
 import type { AutoscaleDecision, AutoscalerState, Swarm } from "../model/swarm"
 import type { RouterSample } from "../model/worker"
+import { quantile } from "./swarm-metrics"
 
 /** Decisions kept on the swarm. */
 export const KeptDecisions = 10
@@ -80,7 +83,10 @@ export function autoscale(input: AutoscaleInput): AutoscaleResult {
 
   const reading = readLoad(input.samples, now)
   if (!reading) return { state }
-  const wanted = clamp(Math.ceil(reading.inFlight / policy.targetInflightPerReplica - 1e-9), policy)
+  const byInFlight = clamp(Math.ceil(reading.inFlight / policy.targetInflightPerReplica - 1e-9), policy)
+  const ttftTarget = policy.targetFirstTokenP99S
+  const slow = ttftTarget !== undefined && reading.ttftP99S !== undefined && reading.ttftP99S > ttftTarget
+  const wanted = slow ? clamp(Math.max(byInFlight, current + 1), policy) : byInFlight
   // No request at all for the scale-down delay is the only load that may take a swarm to zero.
   const busy = reading.requests > 0 || reading.inFlightNow > 0 || reading.waiting > 0
   // With no request in it, a first reading says the swarm was idle since the reading began.
@@ -99,6 +105,9 @@ export function autoscale(input: AutoscaleInput): AutoscaleResult {
       seconds: Math.round(reading.seconds * 10) / 10,
       inFlight: Math.round(reading.inFlight * 100) / 100,
       requests: reading.requests,
+      ...(reading.ttftP99S !== undefined
+        ? { ttftP99S: Number.isFinite(reading.ttftP99S) ? reading.ttftP99S : null }
+        : {}),
       wanted: floor,
     },
   }
@@ -116,7 +125,11 @@ export function autoscale(input: AutoscaleInput): AutoscaleResult {
   const delayS = direction === "up" ? policy.scaleUpDelayS : policy.scaleDownDelayS
   if (now - since < delayS * 1000) return { state }
   const perReplica = current > 0 ? ` (${(reading.inFlight / current).toFixed(1)} per replica)` : ""
-  const load = `${reading.inFlight.toFixed(1)} requests in flight on average over ${Math.round(reading.seconds)} s${perReplica}, target ${policy.targetInflightPerReplica} per replica`
+  const ttft = reading.ttftP99S !== undefined ? ` (time to first token p99 ≤ ${reading.ttftP99S} s)` : ""
+  const load =
+    slow && wanted > byInFlight
+      ? `time to first token p99 ≤ ${reading.ttftP99S} s over ${Math.round(reading.seconds)} s, above the target ${ttftTarget} s (${reading.inFlight.toFixed(1)} requests in flight on average)`
+      : `${reading.inFlight.toFixed(1)} requests in flight on average over ${Math.round(reading.seconds)} s${perReplica}, target ${policy.targetInflightPerReplica} per replica${ttftTarget !== undefined ? ttft : ""}`
   const bound =
     floor === policy.maxReplicas && direction === "up"
       ? ` (at maxReplicas ${policy.maxReplicas})`
@@ -135,7 +148,15 @@ export function readLoad(
   samples: readonly RouterSample[],
   now: number,
 ):
-  | { at: number; seconds: number; inFlight: number; requests: number; inFlightNow: number; waiting: number }
+  | {
+      at: number
+      seconds: number
+      inFlight: number
+      requests: number
+      inFlightNow: number
+      waiting: number
+      ttftP99S?: number
+    }
   | undefined {
   const last = samples.at(-1)
   const before = samples.at(-2)
@@ -152,5 +173,17 @@ export function readLoad(
   const requests = restarted ? last.requests : Math.max(0, last.requests - before.requests)
   // A router without the integral: the mean of the two instants.
   const inFlight = busy !== undefined ? busy / seconds : (last.inFlight + before.inFlight) / 2
-  return { at: last.at, seconds, inFlight, requests, inFlightNow: last.inFlight, waiting: last.waiting ?? 0 }
+  const firstByte = restarted
+    ? last.firstByteBuckets
+    : last.firstByteBuckets.map((n, i) => Math.max(0, n - (before.firstByteBuckets[i] ?? 0)))
+  const ttftP99S = quantile(firstByte, 0.99)
+  return {
+    at: last.at,
+    seconds,
+    inFlight,
+    requests,
+    inFlightNow: last.inFlight,
+    waiting: last.waiting ?? 0,
+    ...(ttftP99S !== undefined ? { ttftP99S } : {}),
+  }
 }

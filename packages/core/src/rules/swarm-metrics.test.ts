@@ -1,6 +1,14 @@
 import { describe, expect, test } from "vitest"
 import { RouterBuckets, type RouterSample } from "../model/worker"
-import { KeepMs, quantile, SampleEveryMs, series, windowFigures, withSample } from "./swarm-metrics"
+import {
+  KeepMs,
+  quantile,
+  replicaFigures,
+  SampleEveryMs,
+  series,
+  windowFigures,
+  withSample,
+} from "./swarm-metrics"
 
 const zeros = () => Array.from({ length: RouterBuckets.length + 1 }, () => 0)
 
@@ -95,4 +103,107 @@ test("the series has a point per step between samples, for the chart", () => {
     { at: 20_000, requestsPerS: 1, errorRate: 0.5, latencyP99S: 1, tokensPerS: 0 },
   ])
   expect(series([sample(0, {})])).toEqual([])
+})
+
+describe("per replica and queue wait", () => {
+  const replica = (
+    url: string,
+    c: {
+      requests: number
+      failures?: number
+      e5xx?: number
+      tokens?: number
+      busy?: number
+      slowFirst?: number
+    },
+  ) => {
+    const firstByteBuckets = zeros()
+    firstByteBuckets[RouterBuckets.indexOf(0.05)] = c.requests - (c.slowFirst ?? 0)
+    firstByteBuckets[RouterBuckets.indexOf(2.5)] = c.slowFirst ?? 0
+    return {
+      url,
+      inFlight: 1,
+      requests: c.requests,
+      failures: c.failures ?? 0,
+      answers5xx: c.e5xx ?? 0,
+      tokens: c.tokens ?? 0,
+      busySeconds: c.busy ?? 0,
+      firstByteBuckets,
+    }
+  }
+
+  test("each replica's rates, errors, first-token percentiles and mean in flight between the last two samples", () => {
+    const a = {
+      ...sample(0, {}),
+      replicas: [replica("http://a:1", { requests: 100, tokens: 1000, busy: 10 })],
+    }
+    const b = {
+      ...sample(10, {}),
+      replicas: [
+        replica("http://a:1", { requests: 150, tokens: 2000, busy: 30, slowFirst: 1 }),
+        // New since the first sample: counted from zero.
+        replica("http://b:1", { requests: 20, failures: 5, e5xx: 5, tokens: 100, busy: 5 }),
+      ],
+    }
+    const [ra, rb] = replicaFigures([a, b])
+    expect(ra).toMatchObject({
+      url: "http://a:1",
+      seconds: 10,
+      requestsPerS: 5,
+      tokensPerS: 100,
+      meanInFlight: 2,
+      ttftP50S: 0.05,
+      ttftP99S: 2.5,
+    })
+    expect(ra!.errorRate).toBe(0)
+    expect(rb).toMatchObject({ requestsPerS: 2, tokensPerS: 10, meanInFlight: 0.5, errorRate: 10 / 25 })
+  })
+
+  test("no figures without two samples, or when the last carries no replicas", () => {
+    expect(replicaFigures([sample(0, {})])).toEqual([])
+    expect(replicaFigures([sample(0, {}), sample(10, {})])).toEqual([])
+  })
+
+  test("only the last two samples keep their per-replica counters (the history stays the swarm's size)", () => {
+    let samples: RouterSample[] = []
+    for (let t = 0; t <= 60; t += 10)
+      samples = withSample(samples, { ...sample(t, {}), replicas: [replica("http://a:1", { requests: t })] })!
+    expect(samples.map((s) => s.replicas !== undefined)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+      true,
+      true,
+    ])
+  })
+
+  test("the time requests waited in the router, per window", () => {
+    const wait = (n: number) => {
+      const q = zeros()
+      q[RouterBuckets.indexOf(0.005)] = n
+      q[RouterBuckets.indexOf(5)] = n > 0 ? 1 : 0
+      return q
+    }
+    const figures = windowFigures([
+      { ...sample(0, {}), queueWaitBuckets: wait(0) },
+      { ...sample(60, { fast: 99 }), queueWaitBuckets: wait(99) },
+    ])
+    expect(figures["1m"]).toMatchObject({ queueWaitP50S: 0.005, queueWaitP99S: 0.005 })
+    // One request in a hundred held for a wake: the p99 is still the fast bucket; a second one is not.
+    const two = windowFigures([
+      { ...sample(0, {}), queueWaitBuckets: zeros() },
+      {
+        ...sample(60, { fast: 10 }),
+        queueWaitBuckets: (() => {
+          const q = zeros()
+          q[RouterBuckets.indexOf(0.005)] = 8
+          q[RouterBuckets.indexOf(5)] = 2
+          return q
+        })(),
+      },
+    ])
+    expect(two["1m"]).toMatchObject({ queueWaitP50S: 0.005, queueWaitP99S: 5 })
+  })
 })

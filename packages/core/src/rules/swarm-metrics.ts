@@ -6,7 +6,7 @@
  * A router's counters only grow while its process lives; a new process (`startedAt` changes) starts
  * from zero, so the change across a restart is what the new process counted.
  */
-import { RouterBuckets, type RouterCounters, type RouterSample } from "../model/worker"
+import { type ReplicaCounters, RouterBuckets, type RouterCounters, type RouterSample } from "../model/worker"
 
 /** At most one sample this often: a heartbeat every second locally must not write every second. */
 export const SampleEveryMs = 10_000
@@ -26,7 +26,14 @@ export function withSample(
   const wakes = (sample.waiting ?? 0) > 0 && (last?.waiting ?? 0) === 0
   if (last && !wakes && sample.at - last.at < SampleEveryMs && last.startedAt === sample.startedAt)
     return undefined
-  return [...samples.filter((s) => s.at >= sample.at - KeepMs && s.at < sample.at), sample]
+  const kept = [...samples.filter((s) => s.at >= sample.at - KeepMs && s.at < sample.at), sample]
+  // Per-replica counters only on the last two samples (what the per-replica figures read): the rest
+  // of the history keeps the swarm's totals, so its size does not grow with the replicas.
+  return kept.map((s, i) => {
+    if (i >= kept.length - 2 || !s.replicas) return s
+    const { replicas: _, ...rest } = s
+    return rest
+  })
 }
 
 export interface WindowFigures {
@@ -41,6 +48,8 @@ export interface WindowFigures {
   latencyP99S?: number
   ttftP50S?: number
   ttftP99S?: number
+  queueWaitP50S?: number
+  queueWaitP99S?: number
   tokensPerS: number
 }
 
@@ -61,6 +70,9 @@ function delta(from: RouterSample, to: RouterSample): RouterCounters {
     ...(to.busySeconds !== undefined ? { busySeconds: minus(to.busySeconds, from.busySeconds ?? 0) } : {}),
     durationBuckets: to.durationBuckets.map((n, i) => minus(n, from.durationBuckets[i] ?? 0)),
     firstByteBuckets: to.firstByteBuckets.map((n, i) => minus(n, from.firstByteBuckets[i] ?? 0)),
+    ...(to.queueWaitBuckets
+      ? { queueWaitBuckets: to.queueWaitBuckets.map((n, i) => minus(n, from.queueWaitBuckets?.[i] ?? 0)) }
+      : {}),
   }
 }
 
@@ -101,6 +113,7 @@ export function windowFigures(
       inFlight: last.inFlight,
       durationBuckets: last.durationBuckets.map(() => 0),
       firstByteBuckets: last.firstByteBuckets.map(() => 0),
+      queueWaitBuckets: last.firstByteBuckets.map(() => 0),
     }
     const span = samples.slice(samples.indexOf(first))
     for (let i = 1; i < span.length; i++) {
@@ -115,6 +128,9 @@ export function windowFigures(
       d.firstByteBuckets.forEach((n, j) => {
         sum.firstByteBuckets[j] = (sum.firstByteBuckets[j] ?? 0) + n
       })
+      d.queueWaitBuckets?.forEach((n, j) => {
+        sum.queueWaitBuckets![j] = (sum.queueWaitBuckets![j] ?? 0) + n
+      })
     }
     const seconds = (last.at - first.at) / 1000
     const attempted = sum.requests + sum.failures
@@ -128,6 +144,8 @@ export function windowFigures(
       ...optional("latencyP99S", quantile(sum.durationBuckets, 0.99)),
       ...optional("ttftP50S", quantile(sum.firstByteBuckets, 0.5)),
       ...optional("ttftP99S", quantile(sum.firstByteBuckets, 0.99)),
+      ...optional("queueWaitP50S", quantile(sum.queueWaitBuckets ?? [], 0.5)),
+      ...optional("queueWaitP99S", quantile(sum.queueWaitBuckets ?? [], 0.99)),
       tokensPerS: sum.tokens / seconds,
     }
   }
@@ -166,4 +184,55 @@ export function series(samples: readonly RouterSample[]): SeriesPoint[] {
     })
   }
   return out
+}
+
+/** One replica's figures between the router's last two samples. */
+export interface ReplicaFigures {
+  url: string
+  /** The time the figures cover, seconds. */
+  seconds: number
+  /** Requests in flight at the last sample, and on average between the two. */
+  inFlight: number
+  meanInFlight?: number
+  requestsPerS: number
+  errorRate?: number
+  ttftP50S?: number
+  ttftP99S?: number
+  tokensPerS: number
+}
+
+/**
+ * Per replica, what happened between the last two samples (a replica new since the first counts from
+ * zero; a router restarted in between, from its start). Empty without two samples.
+ */
+export function replicaFigures(samples: readonly RouterSample[]): ReplicaFigures[] {
+  const last = samples.at(-1)
+  const before = samples.at(-2)
+  if (!last?.replicas || !before) return []
+  const seconds = (last.at - before.at) / 1000
+  if (seconds <= 0) return []
+  const restarted = last.startedAt !== before.startedAt
+  const earlier = new Map((restarted ? [] : (before.replicas ?? [])).map((r) => [r.url, r]))
+  const minus = (a: number, b: number | undefined) => Math.max(0, a - (b ?? 0))
+  return last.replicas.map((r: ReplicaCounters) => {
+    const e = earlier.get(r.url)
+    const requests = minus(r.requests, e?.requests)
+    const failures = minus(r.failures, e?.failures)
+    const attempted = requests + failures
+    const errors = failures + minus(r.answers5xx ?? 0, e?.answers5xx)
+    const firstByte = r.firstByteBuckets.map((n, i) => minus(n, e?.firstByteBuckets[i]))
+    return {
+      url: r.url,
+      seconds,
+      inFlight: r.inFlight,
+      ...(r.busySeconds !== undefined
+        ? { meanInFlight: minus(r.busySeconds, e?.busySeconds) / seconds }
+        : {}),
+      requestsPerS: requests / seconds,
+      ...(attempted ? { errorRate: errors / attempted } : {}),
+      ...optional("ttftP50S", quantile(firstByte, 0.5)),
+      ...optional("ttftP99S", quantile(firstByte, 0.99)),
+      tokensPerS: minus(r.tokens, e?.tokens) / seconds,
+    }
+  })
 }

@@ -5,7 +5,7 @@ import { PageQuery } from "../../model/common"
 import { Event } from "../../model/event"
 import type { SwarmPhase } from "../../model/states"
 import { Swarm, SwarmGetQuery, SwarmMetrics, SwarmRequest } from "../../model/swarm"
-import { series, windowFigures } from "../../rules/swarm-metrics"
+import { replicaFigures, series, windowFigures } from "../../rules/swarm-metrics"
 import { waitState } from "../../rules/swarm-phase"
 import { type Clock, iso } from "../../util/clock"
 import { requireRole } from "../auth"
@@ -156,7 +156,7 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
       tags: ["swarms"],
       summary: "A swarm's traffic over the last 1, 5 and 15 minutes",
       description:
-        "From the counters of the swarm's router (swarms on `workers` backends), sampled every 10 s at most: requests per second, the share that failed (no replica answered, or 5xx), latency and time-to-first-token percentiles (each the upper bound of its histogram bucket, in seconds; `null` above the top bucket of 120 s), and completion tokens per second. A window is absent until two samples fall in it.",
+        "From the counters of the swarm's router (swarms on the `workers` and `slurm` backends), sampled every 10 s at most: requests per second, the share that failed (no replica answered, or 5xx), latency, time-to-first-token and router queue-wait percentiles (each the upper bound of its histogram bucket, in seconds; `null` above the top bucket of 120 s), and completion tokens per second; per replica, the same figures between the last two samples. A window is absent until two samples fall in it.",
       security,
       request: { params: nameParam("Swarm") },
       responses: { 200: jsonResponse(SwarmMetrics, "The swarm's metrics."), ...errors(401, 404) },
@@ -164,14 +164,22 @@ export function swarmRoutes(app: App, deps: ApiDeps): void {
     async (c) => {
       const project = c.get("caller").project
       const { name } = c.req.valid("param")
-      await deps.repos.swarms.mustGet(project, name)
+      const swarm = await deps.repos.swarms.mustGet(project, name)
       const samples = (await deps.repos.swarms.metrics(project, name))?.data.samples ?? []
+      const origin = (u: string) => (URL.canParse(u) ? new URL(u).origin : u)
+      const slots = new Map(
+        (swarm.replicaSet?.replicas ?? []).flatMap((r) => (r.url ? [[origin(r.url), r] as const] : [])),
+      )
       const last = samples.at(-1)
       return c.json(
         {
           name,
           ...(last ? { sampledAt: iso(last.at), inFlight: last.inFlight } : {}),
           windows: windowFigures(samples),
+          replicas: replicaFigures(samples).map((r) => {
+            const slot = slots.get(origin(r.url))
+            return slot ? { ...r, slot: slot.slot, generation: slot.generation } : r
+          }),
           series: series(samples).map((p) => ({ ...p, at: iso(p.at) })),
         },
         200,

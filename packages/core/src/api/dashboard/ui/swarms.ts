@@ -128,7 +128,7 @@ function traffic(m: SwarmMetrics | undefined): Child {
       { class: "empty" },
       m?.sampledAt
         ? "No traffic figures yet: the router's next sample (within 10 s) starts the first window."
-        : "No figures: they come from the swarm's router on workers backends, sampled every 10 s at most.",
+        : "No figures: they come from the swarm's router on workers and slurm backends, sampled every 10 s at most.",
     )
   const rows = table(
     [
@@ -137,6 +137,7 @@ function traffic(m: SwarmMetrics | undefined): Child {
       ["Errors", "num"],
       "Latency p50 / p99",
       "First token p50 / p99",
+      "Queue wait p50 / p99",
       ["Tokens/s", "num"],
     ],
     windows.map(([w, f]) =>
@@ -148,12 +149,41 @@ function traffic(m: SwarmMetrics | undefined): Child {
         h("td", { class: "num" }, f.errorRate === undefined ? "—" : `${(f.errorRate * 100).toFixed(1)}%`),
         h("td", {}, `${secs(f.latencyP50S)} / ${secs(f.latencyP99S)}`),
         h("td", {}, `${secs(f.ttftP50S)} / ${secs(f.ttftP99S)}`),
+        h("td", {}, `${secs(f.queueWaitP50S)} / ${secs(f.queueWaitP99S)}`),
         h("td", { class: "num" }, f.tokensPerS.toFixed(1)),
       ),
     ),
     { label: "Traffic", empty: "" },
   )
-  return [rows, chart(m?.series ?? [])]
+  const each = m?.replicas ?? []
+  const perReplica = each.length
+    ? table(
+        [
+          ["Slot", "num"],
+          "Replica",
+          ["In flight", "num"],
+          ["Req/s", "num"],
+          ["Errors", "num"],
+          "First token p50 / p99",
+          ["Tokens/s", "num"],
+        ],
+        each.map((r) =>
+          h(
+            "tr",
+            { "data-key": `replica-${r.url}` },
+            h("td", { class: "num" }, r.slot === undefined ? "—" : String(r.slot)),
+            h("td", {}, code(r.url)),
+            h("td", { class: "num" }, String(r.inFlight)),
+            h("td", { class: "num" }, r.requestsPerS.toFixed(2)),
+            h("td", { class: "num" }, r.errorRate === undefined ? "—" : `${(r.errorRate * 100).toFixed(1)}%`),
+            h("td", {}, `${secs(r.ttftP50S)} / ${secs(r.ttftP99S)}`),
+            h("td", { class: "num" }, r.tokensPerS.toFixed(1)),
+          ),
+        ),
+        { label: `Per replica, over the last ${Math.round(each[0]!.seconds)} s`, empty: "" },
+      )
+    : []
+  return [rows, perReplica, chart(m?.series ?? [])]
 }
 
 function overview(s: Swarm): HTMLElement {
