@@ -308,7 +308,20 @@ suite("slurm backend on a real cluster", () => {
     await step("scale 2 → 4", 4, 20)
     await step("scale 4 → 2", 2, 20)
     load.mark("after")
-    await new Promise((r) => setTimeout(r, 2_000))
+    // The router's counters reach the plane through its file on the cluster, per replica too.
+    const perReplica = await until(
+      "per-replica figures from the router's counters file",
+      async () => {
+        const m = (await p.call("GET", "/v1/swarms/slurm-roll/metrics")).json
+        return (
+          m.replicas?.some(
+            (r: { slot?: number; requestsPerS: number }) => r.slot !== undefined && r.requestsPerS > 0,
+          ) && m
+        )
+      },
+      30_000,
+    )
+    expect(perReplica.windows["1m"].requestsPerS).toBeGreaterThan(5)
     const { phases, failures } = await load.stop()
     console.log(
       `steady load on Slurm, 10 req/s of streamed chat completions, 20 ms service time\n${phaseTable(phases)}`,
