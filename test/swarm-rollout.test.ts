@@ -141,3 +141,53 @@ test("an update whose new replicas keep failing is rolled back: the old replicas
   const waited = await p.call("GET", "/v1/swarms/steady?wait=RUNNING&timeoutS=1")
   expect(waited.json.replicaSet.rolledBack.generation).toBe(2)
 })
+
+test("a swarm scaled to 0 by its spec stops, leaves the reconcile passes alone, and serves again when scaled up", {
+  timeout: 120_000,
+}, async () => {
+  const spec = (replicas: number) => ({
+    name: "zero",
+    model: "echo",
+    replicas,
+    cpusPerReplica: 0.5,
+    memoryMiBPerReplica: 128,
+    backendId: "pool",
+  })
+  const phase = (want: string) =>
+    until(
+      `the swarm to be ${want}`,
+      async () => {
+        const s = (await p.call("GET", "/v1/swarms/zero")).json
+        return s.phase === want && s.observedGeneration === s.generation && s
+      },
+      60_000,
+    )
+  expect((await p.call("POST", "/v1/swarms", spec(1))).status).toBe(202)
+  await phase("RUNNING")
+  expect((await p.call("POST", "/v1/swarms", spec(0))).status).toBe(202)
+  const stopped = await until(
+    "the swarm to stop at 0 replicas",
+    async () => {
+      const s = (await p.call("GET", "/v1/swarms/zero")).json
+      return s.phase === "STOPPED" && !s.handle && s
+    },
+    60_000,
+  )
+  expect(stopped).toMatchObject({
+    desired: "running",
+    message: "0 replicas: update `replicas` to serve again",
+  })
+  expect(stopped.url).toBeUndefined()
+  // Nothing to observe: it is out of the backend's active index, so no pass reads it.
+  const active = await p.plane.runtime.repos.active.of("default", "pool")
+  expect(active.swarms.map((s) => s.data.name)).not.toContain("zero")
+  expect((await p.call("POST", "/v1/swarms", spec(1))).status).toBe(202)
+  const again = await phase("RUNNING")
+  const res = await fetch(`${again.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "back" }] }),
+  })
+  expect(res.status).toBe(200)
+  expect((await p.call("DELETE", "/v1/swarms/zero")).status).toBe(202)
+})

@@ -28,16 +28,29 @@ export const SwarmSpecFields = [
 ] as const
 
 /**
- * A swarm is active (kept in the reconcile index) until it is STOPPED after a delete, or FAILED with
- * nothing deployed (it waits for the user then; an update makes it PENDING and active again). A
- * FAILED swarm that still has a deployment stays, so the reconciler can observe and clean it up.
+ * A swarm is active (kept in the reconcile index) until it is STOPPED after a delete, FAILED with
+ * nothing deployed, or STOPPED at 0 `replicas` with nothing deployed (it waits for the user then; an
+ * update makes it PENDING and active again). A FAILED swarm that still has a deployment stays, so the
+ * reconciler can observe and clean it up; an autoscaled swarm at zero keeps its router, so it stays.
  */
 export function isSwarmActive(swarm: {
   phase: SwarmPhase
   desired: SwarmDesired
   handle?: unknown
+  replicas?: number
+  autoscaling?: unknown
+  replicaSet?: { replicas: readonly unknown[] }
 }): boolean {
   if (swarm.phase === "STOPPED" && swarm.desired === "deleted") return false
   if (swarm.phase === "FAILED" && swarm.desired === "running" && !swarm.handle) return false
+  if (
+    swarm.phase === "STOPPED" &&
+    swarm.desired === "running" &&
+    !swarm.handle &&
+    swarm.replicas === 0 &&
+    !swarm.autoscaling &&
+    !swarm.replicaSet?.replicas.length
+  )
+    return false
   return true
 }

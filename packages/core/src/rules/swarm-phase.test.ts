@@ -181,6 +181,28 @@ describe("active index and waiting", () => {
     expect(isSwarmActive(swarm("PENDING"))).toBe(true)
   })
 
+  test("a swarm scaled to 0 by its spec, with nothing left running, leaves the index until an update", () => {
+    const zero = swarm("STOPPED", { replicas: 0 })
+    expect(isSwarmActive(zero)).toBe(false)
+    // Still stopping something, or autoscaled (its router stays), it stays.
+    expect(
+      isSwarmActive({
+        ...zero,
+        replicaSet: { nextSlot: 1, replicas: [{ slot: 0, generation: 1, state: "draining", since: now }] },
+      } as Swarm),
+    ).toBe(true)
+    const autoscaling = SwarmSpec.parse({
+      name: "s",
+      model: "echo",
+      autoscaling: { minReplicas: 0, maxReplicas: 2 },
+    }).autoscaling
+    expect(isSwarmActive({ ...zero, autoscaling })).toBe(true)
+    // An update to serve again makes it PENDING: active.
+    expect(
+      isSwarmActive(updateSpec(zero, SwarmSpec.parse({ name: "s", model: "echo", replicas: 2 }), now).swarm),
+    ).toBe(true)
+  })
+
   const cases: [string, Swarm, SwarmPhase, ReturnType<typeof waitState>][] = [
     ["running on the current generation", swarm("RUNNING"), "RUNNING", "reached"],
     [
