@@ -62,6 +62,18 @@ beforeAll(async () => {
   // Three samples of counters (the router's own join them): the swarm's page has windows and a chart.
   const counters = (at: number, requests: number) => ({
     at,
+    replicas: [
+      {
+        url: "http://127.0.0.1:1",
+        inFlight: 1,
+        requests,
+        failures: 0,
+        answers5xx: 0,
+        tokens: 4 * requests,
+        busySeconds: requests / 10,
+        firstByteBuckets: [requests, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+      },
+    ],
     startedAt: 1,
     requests,
     failures: 0,
@@ -166,6 +178,9 @@ describe.skipIf(!executablePath)("the dashboard in a browser", () => {
       // Its traffic from the router's counters: a row per window, and the requests/s chart.
       await page.locator('#traffic tr[data-key="window-1m"]').waitFor()
       expect(await page.locator("#traffic figure svg polyline").count()).toBe(1)
+      // Per replica, between the last two samples (the swarm's own router may have added one since).
+      await page.locator('#traffic tr[data-key^="replica-http://"]').first().waitFor()
+      expect(await page.locator("#traffic").textContent()).toContain("Per replica, over the last")
       expect(await page.locator("#traffic figcaption").textContent()).toMatch(/Requests\/s over the last/)
       await page.screenshot({ path: join(output, "dashboard-swarm.png"), fullPage: true })
 

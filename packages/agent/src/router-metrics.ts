@@ -277,9 +277,13 @@ export function routerMetrics(now: () => number = () => performance.now()) {
       }
     },
 
-    /** Forget replicas no longer routed to (none in flight): their series stop. */
+    /**
+     * The replicas routed to now: each has its series from now on (zero until it answers), and those
+     * no longer routed to (none in flight) are forgotten: their series stop.
+     */
     retain(upstreams: readonly string[]): void {
       for (const [u, s] of stats) if (!upstreams.includes(u) && s.inFlight === 0) stats.delete(u)
+      for (const u of upstreams) of(u)
     },
 
     /** The Prometheus text exposition (format 0.0.4). */

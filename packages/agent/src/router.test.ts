@@ -297,11 +297,16 @@ describe("load-aware routing and metrics", () => {
     }
   })
 
-  it("counts a replica that could not be reached as a failure, and forgets replicas no longer routed to", async () => {
+  it("reports each replica routed to from the start, counts one that could not be reached as a failure, and forgets replicas no longer routed to", async () => {
     const refused = `http://127.0.0.1:${await freePort()}`
     const r = createRouter([refused, urlA])
     const url = `http://127.0.0.1:${await r.listen(0)}`
     try {
+      // Routed to but not asked yet: each replica is reported, at zero.
+      expect(r.metrics.totals().replicas.map((m) => [m.url, m.requests])).toEqual([
+        [new URL(refused).origin, 0],
+        [new URL(urlA).origin, 0],
+      ])
       for (let i = 0; i < 2; i++) expect((await fetch(`${url}/v1/models`)).status).toBe(200)
       const failures = Object.fromEntries(r.metrics.snapshot().map((m) => [m.upstream, m.failures]))
       expect(failures[new URL(refused).origin]).toBe(1)

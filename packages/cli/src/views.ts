@@ -55,11 +55,17 @@ function autoscalerLine(s: Swarm): string | undefined {
   const a = s.autoscaling
   if (!a) return undefined
   const st = s.autoscaler
+  const ttft = (v: number | null | undefined) =>
+    v === undefined ? "" : `, first token p99 ${v === null ? "> 120" : `≤ ${v}`} s`
   const reading = st?.reading
-    ? `; load ${st.reading.inFlight} in flight (wants ${st.reading.wanted})`
+    ? `; load ${st.reading.inFlight} in flight${ttft(st.reading.ttftP99S)} (wants ${st.reading.wanted})`
     : "; no load reading yet"
   const last = st?.decisions.at(-1)
-  return `${st?.replicas ?? "?"} replicas (${a.minReplicas}–${a.maxReplicas}, target ${a.targetInflightPerReplica} in flight each)${reading}${last ? `; last: ${last.reason} (${last.at})` : ""}`
+  const target =
+    a.targetFirstTokenP99S !== undefined
+      ? `target ${a.targetInflightPerReplica} in flight each, first token p99 under ${a.targetFirstTokenP99S} s`
+      : `target ${a.targetInflightPerReplica} in flight each`
+  return `${st?.replicas ?? "?"} replicas (${a.minReplicas}–${a.maxReplicas}, ${target})${reading}${last ? `; last: ${last.reason} (${last.at})` : ""}`
 }
 
 /** argv as a shell would need it typed, for display. */

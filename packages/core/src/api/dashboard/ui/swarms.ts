@@ -157,31 +157,38 @@ function traffic(m: SwarmMetrics | undefined): Child {
   )
   const each = m?.replicas ?? []
   const perReplica = each.length
-    ? table(
-        [
-          ["Slot", "num"],
-          "Replica",
-          ["In flight", "num"],
-          ["Req/s", "num"],
-          ["Errors", "num"],
-          "First token p50 / p99",
-          ["Tokens/s", "num"],
-        ],
-        each.map((r) =>
-          h(
-            "tr",
-            { "data-key": `replica-${r.url}` },
-            h("td", { class: "num" }, r.slot === undefined ? "—" : String(r.slot)),
-            h("td", {}, code(r.url)),
-            h("td", { class: "num" }, String(r.inFlight)),
-            h("td", { class: "num" }, r.requestsPerS.toFixed(2)),
-            h("td", { class: "num" }, r.errorRate === undefined ? "—" : `${(r.errorRate * 100).toFixed(1)}%`),
-            h("td", {}, `${secs(r.ttftP50S)} / ${secs(r.ttftP99S)}`),
-            h("td", { class: "num" }, r.tokensPerS.toFixed(1)),
+    ? [
+        h("p", { class: "sub" }, `Per replica, over the last ${Math.round(each[0]!.seconds)} s:`),
+        table(
+          [
+            ["Slot", "num"],
+            "Replica",
+            ["In flight", "num"],
+            ["Req/s", "num"],
+            ["Errors", "num"],
+            "First token p50 / p99",
+            ["Tokens/s", "num"],
+          ],
+          each.map((r) =>
+            h(
+              "tr",
+              { "data-key": `replica-${r.url}` },
+              h("td", { class: "num" }, r.slot === undefined ? "—" : String(r.slot)),
+              h("td", {}, code(r.url)),
+              h("td", { class: "num" }, String(r.inFlight)),
+              h("td", { class: "num" }, r.requestsPerS.toFixed(2)),
+              h(
+                "td",
+                { class: "num" },
+                r.errorRate === undefined ? "—" : `${(r.errorRate * 100).toFixed(1)}%`,
+              ),
+              h("td", {}, `${secs(r.ttftP50S)} / ${secs(r.ttftP99S)}`),
+              h("td", { class: "num" }, r.tokensPerS.toFixed(1)),
+            ),
           ),
+          { label: "Per replica", empty: "" },
         ),
-        { label: `Per replica, over the last ${Math.round(each[0]!.seconds)} s`, empty: "" },
-      )
+      ]
     : []
   return [rows, perReplica, chart(m?.series ?? [])]
 }
@@ -276,12 +283,12 @@ function autoscalerCard(s: Swarm): HTMLElement | null {
     ["Replicas decided", st ? String(st.replicas) : muted("not yet")],
     [
       "Range",
-      `${a.minReplicas}–${a.maxReplicas}, target ${a.targetInflightPerReplica} in flight per replica`,
+      `${a.minReplicas}–${a.maxReplicas}, target ${a.targetInflightPerReplica} in flight per replica${a.targetFirstTokenP99S !== undefined ? `, first token p99 under ${a.targetFirstTokenP99S} s` : ""}`,
     ],
     [
       "Load",
       st?.reading
-        ? `${st.reading.inFlight} in flight on average over ${st.reading.seconds} s, ${st.reading.requests} requests: wants ${st.reading.wanted}`
+        ? `${st.reading.inFlight} in flight on average over ${st.reading.seconds} s, ${st.reading.requests} requests${st.reading.ttftP99S !== undefined ? `, first token p99 ${st.reading.ttftP99S === null ? "> 120" : `≤ ${st.reading.ttftP99S}`} s` : ""}: wants ${st.reading.wanted}`
         : muted("no reading yet: the router's counters come every 10 s"),
     ],
     [
