@@ -11,6 +11,7 @@ const swarm = (autoscaling: object, autoscaler?: Swarm["autoscaler"]): Swarm =>
     phase: "RUNNING",
     desired: "running",
     generation: 1,
+    observedGeneration: 1,
     replicaStatus: { ready: 2, total: 2, items: [] },
     createdAt: "2026-12-01T00:00:00.000Z",
     updatedAt: "2026-12-01T00:00:00.000Z",
