@@ -1,12 +1,22 @@
 /** What `swarmplane swarm describe` says of a swarm's autoscaling: its targets, its reading, its last decision. */
-import { type Swarm, SwarmSpec } from "@swarmplane/core/model/swarm"
 import { expect, test } from "vitest"
+import type { Swarm } from "./client"
 import { paint } from "./output"
 import { swarmPairs } from "./views"
 
+/** A stored swarm as the API answers it (defaults filled in). */
 const swarm = (autoscaling: object, autoscaler?: Swarm["autoscaler"]): Swarm =>
   ({
-    ...SwarmSpec.parse({ name: "s", model: "echo", autoscaling }),
+    name: "s",
+    model: "echo",
+    replicas: 1,
+    autoscaling: {
+      targetInflightPerReplica: 32,
+      scaleUpDelayS: 0,
+      scaleDownDelayS: 300,
+      wakeTimeoutS: 300,
+      ...autoscaling,
+    },
     project: "p",
     phase: "RUNNING",
     desired: "running",
@@ -16,7 +26,7 @@ const swarm = (autoscaling: object, autoscaler?: Swarm["autoscaler"]): Swarm =>
     createdAt: "2026-12-01T00:00:00.000Z",
     updatedAt: "2026-12-01T00:00:00.000Z",
     ...(autoscaler ? { autoscaler } : {}),
-  }) as Swarm
+  }) as unknown as Swarm
 
 const line = (s: Swarm) => swarmPairs(paint(false), s).find(([k]) => k === "Autoscaler")?.[1]
 
