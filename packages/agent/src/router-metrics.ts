@@ -4,10 +4,12 @@
  * byte of the answer (for a streamed completion, the first token) and completion tokens: the
  * `usage.completion_tokens` an answer reports (a JSON answer's, or a stream's last chunk with
  * `stream_options.include_usage`), else a stream's chunks that carry text (OpenAI-compatible servers send
- * a token or a few per chunk). Served in Prometheus' text format at
- * `/_swarmplane/metrics`, and as numbers (`snapshot`) for the agent to report.
+ * a token or a few per chunk). Of the router as a whole, also how long requests waited in it before a
+ * replica took them (held while a swarm scaled to zero wakes). Served in Prometheus' text format at
+ * `/_swarmplane/metrics`, and as counters (`totals`, each replica's among them) that the agent or the
+ * counters file reports to the control plane.
  *
- * Hand-written rather than prom-client: five metric families over one label, and the agent ships as one
+ * Hand-written rather than prom-client: six metric families over one label, and the agent ships as one
  * bundled file where a registry library (and its global default registry) is weight for nothing else.
  */
 
