@@ -5,7 +5,9 @@
  * real Kubernetes client (TLS to the cluster CA, an EKS token): one Deployment and one Service made,
  * one PATCH per update, both removed. Then end to end through swarmplane's API with the backend
  * registered: a 2-replica echo swarm comes up RUNNING and answers a chat completion at its URL,
- * 2 → 3 replicas is one PATCH of the same Deployment, and DELETE removes the Deployment and the Service.
+ * 2 → 3 replicas is one PATCH of the same Deployment, and DELETE removes the Deployment and the Service;
+ * and a steady request rate through two rolling updates and a scale 2 → 4 → 2 fails no request (the
+ * swarm's `rollout` is the Deployment's strategy and each old pod's `preStop` drain).
  */
 import { type KubeClient, kubeClient } from "@swarmplane/core/backends/eks/client"
 import { EksServing } from "@swarmplane/core/backends/eks/serving"
@@ -17,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest"
 import { type EksPlane, eksPlane } from "./support/eks-plane"
 import { type FakeKube, startFakeKube, Types } from "./support/fake-kube"
 import { until } from "./support/plane"
+import { phaseTable, steadyLoad } from "./support/steady-load"
 
 const ns = "team-a"
 const deploymentsPath = `/apis/apps/v1/namespaces/${ns}/deployments`
@@ -213,6 +216,66 @@ describe("a swarm on an eks backend, through swarmplane's API", () => {
         ),
       30_000,
     )
+  })
+
+  test("a steady request rate through two rolling updates and a scale 2 → 4 → 2 on EKS: zero failed requests, one URL, one Deployment", {
+    timeout: 300_000,
+  }, async () => {
+    const spec = (replicas: number, delayMs: number) => ({
+      name: "eks-roll",
+      model: "echo",
+      replicas,
+      cpusPerReplica: 0.5,
+      memoryMiBPerReplica: 256,
+      args: ["--delay-ms", String(delayMs)],
+      // Each old pod leaves the Service at once and stops 3 s later: longer than any request here.
+      rollout: { maxSurge: 1, maxUnavailable: 0, drainTimeoutS: 3 },
+    })
+    const posts = count(e.fake, "POST", deploymentsPath)
+    await apply(spec(2, 20))
+    const first = await running("eks-roll", 2)
+    const name: string = first.handle.meta.deployment
+    const deployment = e.fake.object(Types.deployments, ns, name)
+    expect(deployment?.spec).toMatchObject({
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+    })
+    const pod = (deployment?.spec as { template: { spec: Record<string, unknown> } }).template.spec
+    expect(pod.terminationGracePeriodSeconds).toBe(33)
+    expect(pod.containers).toMatchObject([{ lifecycle: { preStop: { sleep: { seconds: 3 } } } }])
+
+    const load = steadyLoad(first.url, { ratePerS: 20, stream: true })
+    await new Promise((r) => setTimeout(r, 2_000))
+    let generation = first.generation
+    const step = async (phase: string, replicas: number, delayMs: number) => {
+      load.mark(phase)
+      await apply(spec(replicas, delayMs))
+      const after = await until(
+        `the swarm to settle after ${phase}`,
+        async () => {
+          const s = await running("eks-roll", replicas)
+          return s.generation > generation && s
+        },
+        90_000,
+      )
+      generation = after.generation
+      expect(after.url).toBe(first.url)
+    }
+    await step("update 1", 2, 21)
+    await step("update 2", 2, 20)
+    await step("scale 2 → 4", 4, 20)
+    await step("scale 4 → 2", 2, 20)
+    load.mark("after")
+    await new Promise((r) => setTimeout(r, 4_000))
+    const { phases, failures } = await load.stop()
+    console.log(
+      `steady load on EKS (the fake cluster's Service), 20 req/s of streamed chat completions, 20 ms service time\n${phaseTable(phases)}`,
+    )
+    expect(failures).toEqual([])
+    expect(phases.every((ph) => ph.requests > 0)).toBe(true)
+    // Every step was a PATCH of the one Deployment.
+    expect(count(e.fake, "POST", deploymentsPath)).toBe(posts + 1)
+    expect(count(e.fake, "PATCH", `${deploymentsPath}/${name}`)).toBe(4)
+    expect((await e.p.call("DELETE", "/v1/swarms/eks-roll")).status).toBe(202)
   })
 
   test("a replica whose image cannot be pulled keeps the swarm PENDING with Kubernetes' reason; DELETE still removes both objects", {

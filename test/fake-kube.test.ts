@@ -814,6 +814,40 @@ describe("fake Kubernetes: a Deployment behind its Service", () => {
   const deploymentsPath = `/apis/apps/v1/namespaces/${ns}/deployments`
   const get = async (path: string) => (await kube(fake, "GET", path, { token })).body
 
+  it("refuses a rolling update that could never replace a pod, and a preStop sleep as long as the grace period (422, the field named)", async () => {
+    const deployment = (strategy: object, lifecycle: object, grace?: number) => ({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "bad-roll" },
+      spec: {
+        replicas: 1,
+        strategy,
+        selector: { matchLabels: { app: "bad-roll" } },
+        template: {
+          metadata: { labels: { app: "bad-roll" } },
+          spec: {
+            ...(grace === undefined ? {} : { terminationGracePeriodSeconds: grace }),
+            containers: [{ name: "m", image: "x", command: ["true"], lifecycle }],
+          },
+        },
+      },
+    })
+    const both0 = await kube(fake, "POST", deploymentsPath, {
+      token,
+      body: deployment({ type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 0 } }, {}),
+    })
+    expect(both0.status).toBe(422)
+    expect(both0.body.details.causes[0]).toMatchObject({ field: "spec.strategy.rollingUpdate.maxUnavailable" })
+    const longSleep = await kube(fake, "POST", deploymentsPath, {
+      token,
+      body: deployment({ type: "RollingUpdate" }, { preStop: { sleep: { seconds: 30 } } }, 30),
+    })
+    expect(longSleep.status).toBe(422)
+    expect(longSleep.body.details.causes[0]).toMatchObject({
+      field: "spec.template.spec.containers[0].lifecycle.preStop.sleep.seconds",
+    })
+  })
+
   it("runs echo-model replicas that turn Ready on their probe, answers through the Service URL, scales and rolls", async () => {
     const created = await kube(fake, "POST", deploymentsPath, {
       token,

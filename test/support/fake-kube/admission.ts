@@ -40,6 +40,22 @@ export function validate(t: ResourceType, o: JsonObject): void {
     if (asArray(spec.containers).length === 0)
       throw invalid(t, name, `${prefix}.containers`, "Required value", "FieldValueRequired")
   }
+  // A preStop sleep must end before the grace period does (core/v1 validation, Kubernetes 1.30+).
+  const preStop = (prefix: string, spec: JsonObject) => {
+    const grace = Number(spec.terminationGracePeriodSeconds ?? 30)
+    for (const [i, c] of asArray(spec.containers).entries()) {
+      const sleep = asObject(asObject(asObject(asObject(c).lifecycle).preStop).sleep)
+      if (!("seconds" in sleep)) continue
+      const seconds = Number(sleep.seconds)
+      if (!Number.isInteger(seconds) || seconds < 0 || seconds >= grace)
+        throw invalid(
+          t,
+          name,
+          `${prefix}.containers[${i}].lifecycle.preStop.sleep.seconds`,
+          `Invalid value: ${String(sleep.seconds)}: must be non-negative and less than terminationGracePeriodSeconds (${grace})`,
+        )
+    }
+  }
   if (t === Types.jobs) {
     const spec = asObject(asObject(asObject(o.spec).template).spec)
     podSpec("spec.template.spec", spec)
@@ -67,6 +83,20 @@ export function validate(t: ResourceType, o: JsonObject): void {
         "Invalid value: `selector` does not match template `labels`",
       )
     podSpec("spec.template.spec", asObject(asObject(spec.template).spec))
+    // apps/v1 validation of a rolling update: both bounds 0 could never replace a pod.
+    const rolling = asObject(asObject(spec.strategy).rollingUpdate)
+    const zero = (v: unknown) => v === 0 || v === "0%"
+    if (zero(rolling.maxSurge) && zero(rolling.maxUnavailable))
+      throw invalid(
+        t,
+        name,
+        "spec.strategy.rollingUpdate.maxUnavailable",
+        "Invalid value: 0: may not be 0 when `maxSurge` is 0",
+      )
+    preStop("spec.template.spec", asObject(asObject(spec.template).spec))
   }
-  if (t === Types.pods) podSpec("spec", asObject(o.spec))
+  if (t === Types.pods) {
+    podSpec("spec", asObject(o.spec))
+    preStop("spec", asObject(o.spec))
+  }
 }

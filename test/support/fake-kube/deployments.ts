@@ -2,9 +2,15 @@
  * The fake cluster's Deployment controller and Services. A Deployment's pods (named
  * `<deployment>-<template hash>-<suffix>`, labelled `pod-template-hash`, owned by the Deployment
  * directly: the fake keeps no ReplicaSets) run its container through the kubelet; a template change
- * rolls them (new pods first, an old one removed for each new one Ready); `status` counts replicas
- * as apps/v1 does. Each Service with a selector gets a loopback HTTP listener that forwards to the
- * Ready pods it selects (round-robin, to the pod's local port for the Service's `targetPort`); its
+ * rolls them as its `RollingUpdate` strategy says (at most `maxSurge` pods beyond `replicas`, at
+ * least `replicas - maxUnavailable` Ready; a percentage of `replicas`, the surge rounded up and the
+ * unavailable down), or `Recreate` (every old pod gone before a new one). A pod the controller
+ * removes is deleted gracefully: it gets a `deletionTimestamp` (Services stop sending it requests at
+ * once) and the kubelet stops it after its `preStop` sleep and grace; terminating pods are not
+ * counted. `status` counts replicas as apps/v1 does. Each Service with a selector gets a loopback HTTP listener that forwards to the
+ * Ready pods it selects (round-robin, to the pod's local port for the Service's `targetPort`; a pod
+ * that started terminating still gets requests for `endpointLagMs`, as kube-proxy and load balancers
+ * learn of it late, which is what a `preStop` sleep is for); its
  * URL is in `status.loadBalancer.ingress[0]` (ip 127.0.0.1 and the port) and in the annotation
  * `fake-kube.swarmplane.dev/url`, as a real LoadBalancer Service's address would be.
  */
@@ -40,32 +46,77 @@ export class DeploymentController {
     const template = asObject(spec.template)
     const hash = templateHash(template)
     const uid = String(meta(d).uid)
-    const pods = this.store
-      .all(Types.pods, namespaceOf(d))
-      .filter((p) => asArray(meta(p).ownerReferences).some((r) => asObject(r).uid === uid))
-    const current = pods.filter((p) => labelsOf(p)["pod-template-hash"] === hash)
-    const old = pods.filter((p) => labelsOf(p)["pod-template-hash"] !== hash)
+    const owned = () =>
+      this.store
+        .all(Types.pods, namespaceOf(d))
+        .filter((p) => asArray(meta(p).ownerReferences).some((r) => asObject(r).uid === uid))
     const desired = Number(spec.replicas ?? 1)
     const remove = (p: JsonObject) => this.store.remove(Types.pods, namespaceOf(p), nameOf(p))
     // A pod that ended (restartPolicy Never) is replaced.
-    for (const p of current.filter((x) => ["Succeeded", "Failed"].includes(String(asObject(x.status).phase))))
+    for (const p of owned().filter((x) => ["Succeeded", "Failed"].includes(String(asObject(x.status).phase))))
       remove(p)
-    const live = current.filter((x) => this.store.find(Types.pods, namespaceOf(x), nameOf(x)))
-    for (let i = live.length; i < desired; i++) this.createPod(d, template, hash)
-    // Scale down: those not Ready first.
-    const extra = [...live]
-      .sort((a, b) => Number(isReady(a)) - Number(isReady(b)))
-      .slice(0, Math.max(0, live.length - desired))
-    for (const p of extra) remove(p)
-    // Roll: each new Ready pod lets one old pod go.
-    const readyNew = live.filter(isReady).length
-    const oldToRemove = Math.max(0, old.length + readyNew - desired)
-    for (const p of [...old].sort((a, b) => Number(isReady(a)) - Number(isReady(b))).slice(0, oldToRemove))
-      remove(p)
+    const pods = owned()
+    const live = pods.filter((p) => !meta(p).deletionTimestamp)
+    const current = live.filter((p) => labelsOf(p)["pod-template-hash"] === hash)
+    const old = live.filter((p) => labelsOf(p)["pod-template-hash"] !== hash)
+    const strategy = asObject(spec.strategy)
+    const rolling = asObject(strategy.rollingUpdate)
+    const bound = (v: unknown, round: (n: number) => number) =>
+      typeof v === "string" && v.endsWith("%")
+        ? round((Number(v.slice(0, -1)) / 100) * desired)
+        : Number(v ?? 0)
+    const surge = bound(rolling.maxSurge ?? "25%", Math.ceil)
+    const unavailable = bound(rolling.maxUnavailable ?? "25%", Math.floor)
+    const notReadyFirst = (list: JsonObject[]) =>
+      [...list].sort((a, b) => Number(isReady(a)) - Number(isReady(b)))
 
+    if (strategy.type === "Recreate") {
+      for (const p of old) this.retire(p)
+      // New pods only once every old one is gone, terminating ones too.
+      if (pods.some((p) => labelsOf(p)["pod-template-hash"] !== hash)) return this.report(d, hash, uid)
+    }
+    if (old.length === 0) {
+      // Not rolling: scale to `replicas` (not-Ready pods go first).
+      for (let i = current.length; i < desired; i++) this.createPod(d, template, hash)
+      for (const p of notReadyFirst(current).slice(0, Math.max(0, current.length - desired))) this.retire(p)
+    } else {
+      // Rolling: new pods up to `replicas + maxSurge` in all; old ones go while enough stay Ready.
+      const room = desired + surge - live.length
+      const create = Math.max(0, Math.min(desired - current.length, room))
+      for (let i = 0; i < create; i++) this.createPod(d, template, hash)
+      let ready = live.filter(isReady).length
+      const minReady = desired - unavailable
+      const extra = Math.max(0, current.length + create + old.length - desired)
+      let removed = 0
+      for (const p of notReadyFirst(old)) {
+        if (removed >= extra && isReady(p)) break
+        if (isReady(p)) {
+          if (ready - 1 < minReady) break
+          ready--
+        }
+        this.retire(p)
+        removed++
+      }
+    }
+    this.report(d, hash, uid)
+  }
+
+  /** Delete a pod gracefully: Services drop it now; the kubelet stops it after its preStop and grace. */
+  private retire(p: JsonObject): void {
+    const m = meta(p)
+    if (m.deletionTimestamp) return
+    m.deletionTimestamp = this.store.timestamp()
+    m.deletionGracePeriodSeconds = Number(asObject(p.spec).terminationGracePeriodSeconds ?? 30)
+    this.store.touch(p)
+  }
+
+  private report(d: JsonObject, hash: string, uid: string): void {
+    const spec = asObject(d.spec)
+    const desired = Number(spec.replicas ?? 1)
     const after = this.store
       .all(Types.pods, namespaceOf(d))
       .filter((p) => asArray(meta(p).ownerReferences).some((r) => asObject(r).uid === uid))
+      .filter((p) => !meta(p).deletionTimestamp)
     const ready = after.filter(isReady).length
     const updated = after.filter((p) => labelsOf(p)["pod-template-hash"] === hash).length
     const now = this.store.timestamp()
@@ -167,12 +218,18 @@ export class Services {
   private readonly listeners = new Map<string, Listener>()
   private pending = new Set<string>()
 
+  /** Pods seen terminating, by uid: when (the Service keeps them for `endpointLagMs`). */
+  private readonly terminatingSince = new Map<string, number>()
+
   constructor(
     private readonly store: Store,
     private readonly kubelet: Kubelet,
+    private readonly endpointLagMs = 1_000,
   ) {}
 
   sync(): void {
+    // When each pod was first seen terminating: the lag counts from then.
+    for (const p of this.store.all(Types.pods)) if (meta(p).deletionTimestamp) this.inEndpoints(p)
     const services = this.store.all(Types.services)
     const uids = new Set(services.map((s) => String(meta(s).uid)))
     for (const [uid, l] of this.listeners)
@@ -246,7 +303,7 @@ export class Services {
     const targetPort = asObject(asArray(spec.ports)[0]).targetPort ?? asObject(asArray(spec.ports)[0]).port
     const ports = this.store
       .all(Types.pods, namespaceOf(svc))
-      .filter((p) => isReady(p) && !meta(p).deletionTimestamp)
+      .filter((p) => isReady(p) && this.inEndpoints(p))
       .filter((p) => Object.entries(selector).every(([k, v]) => labelsOf(p)[k] === v))
       .flatMap((p) => {
         const port = this.kubelet.localPort(p, targetPort ?? null)
@@ -255,6 +312,18 @@ export class Services {
     const l = this.listeners.get(String(meta(svc).uid))
     if (!l || ports.length === 0) return undefined
     return ports[l.next++ % ports.length]
+  }
+
+  /** A pod is in the endpoints until `endpointLagMs` after it started terminating. */
+  private inEndpoints(p: JsonObject): boolean {
+    if (!meta(p).deletionTimestamp) return true
+    const uid = String(meta(p).uid)
+    const now = Date.now()
+    if (!this.terminatingSince.has(uid)) {
+      if (this.terminatingSince.size > 10_000) this.terminatingSince.clear()
+      this.terminatingSince.set(uid, now)
+    }
+    return now - this.terminatingSince.get(uid)! < this.endpointLagMs
   }
 
   private publish(svc: JsonObject, port: number): void {

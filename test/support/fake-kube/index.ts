@@ -62,6 +62,12 @@ export interface FakeKubeOptions {
   status?: ClusterStatus
   /** The clock for token expiry and timestamps. Default `Date.now`. */
   now?: () => number
+  /**
+   * How long a Service keeps sending requests to a pod after it starts terminating, ms: the time
+   * Kubernetes takes to take it out of the Service's endpoints everywhere (kube-proxy, a load
+   * balancer's targets), which races the pod's SIGTERM. Default 1,000.
+   */
+  endpointLagMs?: number
   /** Namespaces that exist. Default `["default"]`, plus those of `localQueues`. */
   namespaces?: string[]
   clusterQueues?: FakeClusterQueue[]
@@ -141,7 +147,7 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
   const kueue = new Kueue(store)
   const jobs = new JobController(store)
   const deployments = new DeploymentController(store)
-  const services = new Services(store, kubelet)
+  const services = new Services(store, kubelet, options.endpointLagMs ?? 1_000)
 
   // Controllers run after writes, coalesced: every write schedules one more pass until nothing changes.
   const controllerErrors: string[] = []

@@ -58,6 +58,8 @@ interface Runtime {
   name: string
   containers: Container[]
   gone: boolean
+  /** Being deleted gracefully (its preStop, then SIGTERM, then SIGKILL after the grace). */
+  stopping?: boolean
 }
 
 export class Kubelet {
@@ -82,9 +84,46 @@ export class Kubelet {
       }
     for (const pod of pods) {
       const uid = String(meta(pod).uid)
+      if (meta(pod).deletionTimestamp) {
+        this.stopGracefully(pod)
+        continue
+      }
       const phase = asObject(pod.status).phase
       if (!this.runtimes.has(uid) && phase !== "Succeeded" && phase !== "Failed") void this.start(pod)
     }
+  }
+
+  /**
+   * A pod deleted gracefully (`deletionTimestamp`): as the kubelet does, its containers' `preStop`
+   * sleep first (the pod keeps running and answering what it was sent), then SIGTERM, SIGKILL after
+   * the rest of `terminationGracePeriodSeconds`; the pod leaves the store once its processes ended.
+   */
+  private stopGracefully(pod: JsonObject): void {
+    const rt = this.runtimes.get(String(meta(pod).uid))
+    const remove = () => this.store.remove(Types.pods, namespaceOf(pod), nameOf(pod))
+    if (!rt) {
+      remove()
+      return
+    }
+    if (rt.stopping) return
+    rt.stopping = true
+    const spec = asObject(pod.spec)
+    const grace = Number(meta(pod).deletionGracePeriodSeconds ?? spec.terminationGracePeriodSeconds ?? 30)
+    const preStop = Math.max(
+      0,
+      ...asArray(spec.containers).map((c) =>
+        Number(asObject(asObject(asObject(asObject(c).lifecycle).preStop).sleep).seconds ?? 0),
+      ),
+    )
+    setTimeout(() => {
+      rt.gone = true
+      const running = rt.containers.flatMap((c) => (c.process ? [c.process] : []))
+      for (const p of running) p.terminate(Math.max(0, grace - preStop) * 1000)
+      void Promise.all(running.map((p) => p.exited)).then(() => {
+        this.runtimes.delete(rt.uid)
+        remove()
+      })
+    }, Math.min(preStop, grace) * 1000).unref()
   }
 
   /** Stop reporting and restarting (the fake is stopping; the runner kills the processes). */

@@ -75,9 +75,11 @@ export const Autoscaling = z
   .openapi("SwarmAutoscaling")
 
 /**
- * How a spec change reaches the replicas on backends where swarmplane rolls them itself (`workers`):
- * new replicas come up beside the old, each joins the router once healthy, and an old one leaves the
- * router (draining) only while enough others serve.
+ * How a spec change reaches the replicas. On backends where swarmplane rolls them itself (`workers`,
+ * `slurm`): new replicas come up beside the old, each joins the router once healthy, and an old one
+ * leaves the router (draining) only while enough others serve. On `eks`: the Deployment's rolling
+ * update with the same `maxSurge` and `maxUnavailable`, and `drainTimeoutS` as each old pod's
+ * `preStop` sleep (it leaves the Service at once and stops after it).
  */
 export const Rollout = z
   .object({
@@ -252,7 +254,7 @@ export const SwarmSpec = z
     serving: ServingOptions.default({}).describe("Backend-specific serving options."),
     autoscaling: Autoscaling.optional().describe("Replica autoscaling; a fixed `replicas` when absent."),
     rollout: Rollout.optional().describe(
-      "How an update replaces the replicas (`workers` backends); when absent, `maxSurge` 1, `maxUnavailable` 0, `drainTimeoutS` 30.",
+      "How an update replaces the replicas (`workers`, `slurm` and `eks` backends); when absent, `maxSurge` 1, `maxUnavailable` 0, `drainTimeoutS` 30.",
     ),
     labels: Labels.default({}).describe("Free-form labels."),
   })

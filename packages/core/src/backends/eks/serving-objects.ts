@@ -35,6 +35,8 @@ export const LastAppliedAnnotation = "swarmplane.dev/last-applied"
 /** The label that ties a swarm's pods to its Deployment and Service (their selector). */
 export const ServingLabel = "swarmplane.dev/serving"
 export const SwarmLabel = "swarmplane.dev/swarm"
+/** After the drain, how long the server has to exit after SIGTERM before it is killed. */
+export const ServerStopGraceS = 30
 /** The Service's port: the URL needs none. */
 export const ServicePort = 80
 
@@ -97,6 +99,12 @@ function objectLabels({ project, backendId, swarm, config }: ServingInput): Reco
  * The Deployment of a swarm: `replicas` pods of one container whose port is named `http`, Ready once
  * the health path answers. Requests equal limits (Kueue counts quota on requests). Swarm environment
  * first, then `MODEL` and `PORT` (they win on a clash).
+ *
+ * The swarm's `rollout` is Kubernetes' own: a rolling update with its `maxSurge` and `maxUnavailable`
+ * (a new pod takes traffic once Ready), and a pod being replaced or removed leaves the Service's
+ * endpoints at once but is stopped only after `drainTimeoutS` (a `preStop` sleep), so the requests it
+ * has finish and the load balancer stops sending it new ones first; the server then has
+ * `ServerStopGraceS` to exit on its own.
  */
 export function deploymentObject(input: ServingInput): Deployment {
   const { project, swarm, config } = input
@@ -106,6 +114,7 @@ export function deploymentObject(input: ServingInput): Deployment {
       false,
     )
   const name = servingName(project, swarm)
+  const rollout = swarm.rollout ?? { maxSurge: 1, maxUnavailable: 0, drainTimeoutS: 30 }
   const quantities: Record<string, string> = {
     cpu: cpuQuantity(swarm.cpusPerReplica),
     memory: memoryQuantity(swarm.memoryMiBPerReplica),
@@ -130,9 +139,11 @@ export function deploymentObject(input: ServingInput): Deployment {
         env: Object.entries(env).map(([k, value]) => ({ name: k, value })),
         ports: [{ name: "http", containerPort: swarm.port, protocol: "TCP" }],
         readinessProbe: { httpGet: { path: swarm.healthPath, port: "http" }, periodSeconds: 5 },
+        lifecycle: { preStop: { sleep: { seconds: rollout.drainTimeoutS } } },
         resources: { requests: quantities, limits: { ...quantities } },
       },
     ],
+    terminationGracePeriodSeconds: rollout.drainTimeoutS + ServerStopGraceS,
   }
   return {
     apiVersion: "apps/v1",
@@ -141,6 +152,10 @@ export function deploymentObject(input: ServingInput): Deployment {
     spec: {
       replicas: swarm.replicas,
       selector: { matchLabels: { [ServingLabel]: name } },
+      strategy: {
+        type: "RollingUpdate",
+        rollingUpdate: { maxSurge: rollout.maxSurge, maxUnavailable: rollout.maxUnavailable },
+      },
       template: { metadata: { labels: podLabels }, spec: podSpec },
     },
   }

@@ -72,6 +72,8 @@ export interface Container {
   ports?: { name?: string; containerPort: number; protocol?: string }[]
   resources?: { requests?: ResourceList; limits?: ResourceList }
   readinessProbe?: { httpGet?: { path?: string; port: number | string }; periodSeconds?: number }
+  /** `preStop.sleep` (Kubernetes 1.30+): the kubelet waits this long before it stops the container. */
+  lifecycle?: { preStop?: { sleep?: { seconds: number } } }
 }
 
 export interface Toleration {
@@ -176,7 +178,10 @@ export interface Deployment extends KubeObject {
     replicas?: number
     selector: { matchLabels?: Record<string, string> }
     template: PodTemplateSpec
-    strategy?: { type?: "RollingUpdate" | "Recreate" }
+    strategy?: {
+      type?: "RollingUpdate" | "Recreate"
+      rollingUpdate?: { maxSurge?: number | string; maxUnavailable?: number | string }
+    }
   }
   status?: {
     observedGeneration?: number
