@@ -235,11 +235,11 @@ describe("a swarm on an eks backend, through swarmplane's API", () => {
     await apply(spec(2, 20))
     const first = await running("eks-roll", 2)
     const name: string = first.handle.meta.deployment
-    const deployment = e.fake.object(Types.deployments, ns, name)
-    expect(deployment?.spec).toMatchObject({
+    const deployment = e.fake.object(Types.deployments, ns, name)!
+    expect(deployment.spec).toMatchObject({
       strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
     })
-    const pod = (deployment?.spec as { template: { spec: Record<string, unknown> } }).template.spec
+    const pod = (deployment.spec as { template: { spec: Record<string, unknown> } }).template.spec
     expect(pod.terminationGracePeriodSeconds).toBe(33)
     expect(pod.containers).toMatchObject([{ lifecycle: { preStop: { sleep: { seconds: 3 } } } }])
 

@@ -837,7 +837,9 @@ describe("fake Kubernetes: a Deployment behind its Service", () => {
       body: deployment({ type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 0 } }, {}),
     })
     expect(both0.status).toBe(422)
-    expect(both0.body.details.causes[0]).toMatchObject({ field: "spec.strategy.rollingUpdate.maxUnavailable" })
+    expect(both0.body.details.causes[0]).toMatchObject({
+      field: "spec.strategy.rollingUpdate.maxUnavailable",
+    })
     const longSleep = await kube(fake, "POST", deploymentsPath, {
       token,
       body: deployment({ type: "RollingUpdate" }, { preStop: { sleep: { seconds: 30 } } }, 30),

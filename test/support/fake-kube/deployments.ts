@@ -73,7 +73,10 @@ export class DeploymentController {
     if (strategy.type === "Recreate") {
       for (const p of old) this.retire(p)
       // New pods only once every old one is gone, terminating ones too.
-      if (pods.some((p) => labelsOf(p)["pod-template-hash"] !== hash)) return this.report(d, hash, uid)
+      if (pods.some((p) => labelsOf(p)["pod-template-hash"] !== hash)) {
+        this.report(d, hash, uid)
+        return
+      }
     }
     if (old.length === 0) {
       // Not rolling: scale to `replicas` (not-Ready pods go first).
