@@ -39,7 +39,7 @@ export const Autoscaling = z
       .max(120)
       .optional()
       .describe(
-        "Time to first token (first byte of the answer), 99th percentile, the autoscaler keeps under: above it, one replica more per step (after `scaleUpDelayS`) whatever the in-flight target says, and no scale-down. Read from the router's histogram, so compared at bucket bounds (…, 0.25, 0.5, 1, 2.5, 5, 10 s …).",
+        "Time to first token (first byte of the answer), 99th percentile, the autoscaler keeps under: above it, one replica more per reading of the router's counters that began after the last decision (after `scaleUpDelayS`), whatever the in-flight target says, and no scale-down. Read from the router's histogram, so compared at bucket bounds (…, 0.25, 0.5, 1, 2.5, 5, 10 s …).",
       ),
     scaleUpDelayS: z
       .number()

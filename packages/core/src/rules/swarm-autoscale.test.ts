@@ -182,6 +182,39 @@ describe("a time-to-first-token target", () => {
     expect(slow.state.replicas).toBe(4)
   })
 
+  test("one replica more per reading: the same reading read again, or one that began before the last decision, holds the count", () => {
+    const p = policy({ targetFirstTokenP99S: 1 })
+    const first = step(p, 2, 5)
+    expect(first.state.replicas).toBe(3)
+    // The next pass reads the same two samples: no second replica from them, and no scale-down.
+    const again = autoscale({
+      policy: p,
+      specReplicas: 2,
+      state: first.state,
+      samples: [
+        sample(0, 0, 0, { firstByteBuckets: firstByte(0, 1) }),
+        sample(10, 10, 20, { firstByteBuckets: firstByte(20, 5) }),
+      ],
+      serving: 3,
+      now: t0 + 11_000,
+    })
+    expect(again.decision).toBeUndefined()
+    expect(again.state.replicas).toBe(3)
+    // A reading wholly after the decision that is still slow adds the next one.
+    const later = autoscale({
+      policy: p,
+      specReplicas: 2,
+      state: again.state,
+      samples: [
+        sample(20, 10, 20, { firstByteBuckets: firstByte(20, 5) }),
+        sample(30, 20, 40, { firstByteBuckets: firstByte(40, 5) }),
+      ],
+      serving: 3,
+      now: t0 + 30_000,
+    })
+    expect(later.state.replicas).toBe(4)
+  })
+
   test("at maxReplicas slow first tokens change nothing; without the target they are not read", () => {
     expect(step(policy({ targetFirstTokenP99S: 1 }), 4, 5).decision).toBeUndefined()
     expect(step(policy(), 2, 60).state.replicas).toBe(2)

@@ -5,7 +5,8 @@
  * count it asks for is that over `targetInflightPerReplica`, rounded up, within `minReplicas` and
  * `maxReplicas`. With `targetFirstTokenP99S`, a time to first token above it (p99 between the same two
  * samples) asks for one replica more than the current count, whatever the in-flight target says, and
- * holds any scale-down. A count above the current one is taken once the load has asked for more for
+ * holds any scale-down; one more per reading that began after the last decision (a change takes a
+ * reading to show). A count above the current one is taken once the load has asked for more for
  * `scaleUpDelayS`, a lower one once it has asked for less for `scaleDownDelayS` (so a burst adds
  * replicas at once and a lull does not remove them). With `minReplicas` 0 the swarm goes to zero only
  * after no request at all for `scaleDownDelayS`; a request held by the router wakes it at once.
@@ -86,7 +87,11 @@ export function autoscale(input: AutoscaleInput): AutoscaleResult {
   const byInFlight = clamp(Math.ceil(reading.inFlight / policy.targetInflightPerReplica - 1e-9), policy)
   const ttftTarget = policy.targetFirstTokenP99S
   const slow = ttftTarget !== undefined && reading.ttftP99S !== undefined && reading.ttftP99S > ttftTarget
-  const wanted = slow ? clamp(Math.max(byInFlight, current + 1), policy) : byInFlight
+  // Slow first tokens add one replica per reading taken wholly after the last decision: the same
+  // reading read again by the next pass, or one that began before the last change, holds the count.
+  const lastDecision = state.decisions.at(-1)
+  const fresh = !lastDecision || Date.parse(lastDecision.at) <= reading.at - reading.seconds * 1000
+  const wanted = slow ? clamp(Math.max(byInFlight, fresh ? current + 1 : current), policy) : byInFlight
   // No request at all for the scale-down delay is the only load that may take a swarm to zero.
   const busy = reading.requests > 0 || reading.inFlightNow > 0 || reading.waiting > 0
   // With no request in it, a first reading says the swarm was idle since the reading began.
