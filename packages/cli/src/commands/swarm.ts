@@ -139,7 +139,7 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
     swarm
       .command("metrics")
       .description(
-        "a swarm's traffic over the last 1, 5 and 15 minutes: requests/s, errors, latency, time to first token, tokens/s",
+        "a swarm's traffic over the last 1, 5 and 15 minutes: requests/s, errors, latency, time to first token, queue wait, tokens/s; and per replica",
       )
       .argument("<name>", "swarm name")
       .addOption(outputOption()),
@@ -154,7 +154,9 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
   examples(
     swarm
       .command("describe")
-      .description("everything about a swarm: handle, endpoint, replicas and recent events")
+      .description(
+        "everything about a swarm: handle, endpoint, replicas, the rollout's last step, the autoscaler's decisions and recent events",
+      )
       .argument("<name>", "swarm name")
       .addOption(outputOption()),
     ["swarmplane swarm describe demo"],
