@@ -308,6 +308,7 @@ suite("slurm backend on a real cluster", () => {
     await step("scale 2 → 4", 4, 20)
     await step("scale 4 → 2", 2, 20)
     load.mark("after")
+    await new Promise((r) => setTimeout(r, 2_000))
     // The router's counters reach the plane through its file on the cluster, per replica too.
     const perReplica = await until(
       "per-replica figures from the router's counters file",
