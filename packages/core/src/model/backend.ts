@@ -157,7 +157,7 @@ export const SlurmBackendConfig = z
       .max(64)
       .optional()
       .describe(
-        "Command of the swarm router job; the agent's `router` when absent. It is given `--port P` and an `--upstream-file F` per replica (each file holds the replica's `host:port` and changes when Slurm requeues it).",
+        "Command of the swarm router job; the agent's `router` when absent. It is given `--upstream-list F` (the swarm's routing file: one replica URL a line, rewritten by the control plane when the replicas that serve change), `--counters-file F` (where it writes its counters for the control plane to read), `--wake-hold-s S` for a swarm that scales to zero (hold requests that long while a replica wakes), and `--port P`; once it routes, `GET /_swarmplane/router` must answer with `ready` true.",
       ),
     outputDir: z
       .string()
