@@ -41,11 +41,29 @@ class Histogram {
   }
 }
 
+/** Requests in flight, and their area over time (in-flight × ms) since it was made. */
+class InFlight {
+  count = 0
+  private areaMs = 0
+  private since: number
+  constructor(private readonly now: () => number) {
+    this.since = now()
+  }
+  move(by: 1 | -1): void {
+    const t = this.now()
+    this.areaMs += this.count * (t - this.since)
+    this.since = t
+    this.count += by
+  }
+  /** The area up to now, in-flight × seconds. */
+  busySeconds(): number {
+    return (this.areaMs + this.count * (this.now() - this.since)) / 1000
+  }
+}
+
 export interface UpstreamStats {
-  inFlight: number
-  /** Its requests in flight integrated over time up to `since`, ms. */
-  busyMs: number
-  since: number
+  /** Its requests in flight, and their area over time. */
+  flight: InFlight
   /** Answers by status class (`2xx`, `4xx`, `5xx`, ...). */
   answers: Record<string, number>
   /** Requests that got no answer from it (unreachable, or it failed mid-request). */
@@ -121,23 +139,13 @@ export function routerMetrics(now: () => number = () => performance.now()) {
   const allDuration = new Histogram()
   const allFirstByte = new Histogram()
   const queueWait = new Histogram()
-  // The area under "requests in flight" since the start: `busyMs` up to `since`, `open` in flight since.
-  let busyMs = 0
-  let open = 0
-  let since = now()
-  const move = (by: 1 | -1) => {
-    const t = now()
-    busyMs += open * (t - since)
-    since = t
-    open += by
-  }
+  // Requests in flight over every replica, and their area since the start.
+  const flight = new InFlight(now)
   const of = (upstream: string): UpstreamStats => {
     let s = stats.get(upstream)
     if (!s) {
       s = {
-        inFlight: 0,
-        busyMs: 0,
-        since: now(),
+        flight: new InFlight(now),
         answers: {},
         failures: 0,
         tokens: 0,
@@ -150,19 +158,13 @@ export function routerMetrics(now: () => number = () => performance.now()) {
   }
 
   return {
-    inFlight: (upstream: string) => stats.get(upstream)?.inFlight ?? 0,
+    inFlight: (upstream: string) => stats.get(upstream)?.flight.count ?? 0,
 
     /** Start a request on `upstream`; every passage ends exactly once (`done` or `failed`). */
     begin(upstream: string): Passage {
       const s = of(upstream)
-      const moveOne = (by: 1 | -1) => {
-        const t = now()
-        s.busyMs += s.inFlight * (t - s.since)
-        s.since = t
-        s.inFlight += by
-      }
-      moveOne(1)
-      move(1)
+      s.flight.move(1)
+      flight.move(1)
       const started = now()
       let ended = false
       let firstByteSeen = false
@@ -173,8 +175,8 @@ export function routerMetrics(now: () => number = () => performance.now()) {
       const end = () => {
         if (ended) return false
         ended = true
-        moveOne(-1)
-        move(-1)
+        s.flight.move(-1)
+        flight.move(-1)
         return true
       }
       return {
@@ -235,7 +237,7 @@ export function routerMetrics(now: () => number = () => performance.now()) {
     snapshot() {
       return [...stats].map(([upstream, s]) => ({
         upstream,
-        inFlight: s.inFlight,
+        inFlight: s.flight.count,
         answers: { ...s.answers },
         failures: s.failures,
         tokens: s.tokens,
@@ -249,31 +251,29 @@ export function routerMetrics(now: () => number = () => performance.now()) {
 
     /** The router's counters since it started (see `RouterTotals`). */
     totals(waiting = 0): RouterTotals {
-      let inFlight = 0
-      for (const st of stats.values()) inFlight += st.inFlight
       const buckets = (h: Histogram) => [...h.counts, h.count - h.counts.reduce((a, b) => a + b, 0)]
       return {
         requests: allDuration.count,
         failures: all.failures,
         answers: { ...all.answers },
         tokens: all.tokens,
-        inFlight,
-        busySeconds: (busyMs + open * (now() - since)) / 1000,
+        inFlight: flight.count,
+        busySeconds: flight.busySeconds(),
         waiting,
         durationBuckets: buckets(allDuration),
         firstByteBuckets: buckets(allFirstByte),
         queueWaitBuckets: buckets(queueWait),
         replicas: [...stats]
-          .sort(([, a], [, b]) => b.inFlight - a.inFlight || b.duration.count - a.duration.count)
+          .sort(([, a], [, b]) => b.flight.count - a.flight.count || b.duration.count - a.duration.count)
           .slice(0, MaxReportedReplicas)
           .map(([url, st]) => ({
             url,
-            inFlight: st.inFlight,
+            inFlight: st.flight.count,
             requests: st.duration.count,
             failures: st.failures,
             answers5xx: st.answers["5xx"] ?? 0,
             tokens: st.tokens,
-            busySeconds: (st.busyMs + st.inFlight * (now() - st.since)) / 1000,
+            busySeconds: st.flight.busySeconds(),
             firstByteBuckets: buckets(st.firstByte),
           })),
       }
@@ -284,7 +284,7 @@ export function routerMetrics(now: () => number = () => performance.now()) {
      * no longer routed to (none in flight) are forgotten: their series stop.
      */
     retain(upstreams: readonly string[]): void {
-      for (const [u, s] of stats) if (!upstreams.includes(u) && s.inFlight === 0) stats.delete(u)
+      for (const [u, s] of stats) if (!upstreams.includes(u) && s.flight.count === 0) stats.delete(u)
       for (const u of upstreams) of(u)
     },
 
@@ -295,7 +295,7 @@ export function routerMetrics(now: () => number = () => performance.now()) {
         lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
       const label = (u: string) => `upstream="${u.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`
       family("swarmplane_router_in_flight", "gauge", "Requests being answered by the replica now.")
-      for (const [u, s] of stats) lines.push(`swarmplane_router_in_flight{${label(u)}} ${s.inFlight}`)
+      for (const [u, s] of stats) lines.push(`swarmplane_router_in_flight{${label(u)}} ${s.flight.count}`)
       family("swarmplane_router_answers_total", "counter", "Answers from the replica, by status class.")
       for (const [u, s] of stats)
         for (const [code, n] of Object.entries(s.answers))

@@ -146,3 +146,8 @@ describe("bounds", () => {
     for (const config of configs) expect(Model.BackendConfig.safeParse(config).error).toBeUndefined()
   })
 })
+
+test("the default rollout the rules and the eks backend use is the schema's defaults", async () => {
+  const { DefaultRollout, Rollout } = await import("./swarm")
+  expect(DefaultRollout).toEqual(Rollout.parse({}))
+})

@@ -5,6 +5,9 @@
  */
 import type { SwarmDesired, SwarmPhase } from "./states"
 
+/** The rollout of a swarm that names none (`Rollout`'s defaults; `swarm.ts` checks it against the schema). */
+export const DefaultRollout = { maxSurge: 1, maxUnavailable: 0, drainTimeoutS: 30 } as const
+
 /** `SwarmSpec`'s fields (`swarm.ts` checks the two agree). */
 export const SwarmSpecFields = [
   "name",

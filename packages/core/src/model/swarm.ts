@@ -14,7 +14,7 @@ import {
   SlurmTimePattern,
 } from "./slurm-grammar"
 import { BackendType, SwarmDesired, SwarmPhase } from "./states"
-import { SwarmSpecFields } from "./swarm-fields"
+import { DefaultRollout, SwarmSpecFields } from "./swarm-fields"
 import { z } from "./zod"
 
 const path = z
@@ -114,6 +114,7 @@ export const Rollout = z
   })
   .openapi("SwarmRollout")
 export type Rollout = z.infer<typeof Rollout>
+DefaultRollout satisfies Rollout
 
 /** Backend-specific serving options; only the member for the swarm's backend type is used. */
 export const ServingOptions = z
@@ -438,7 +439,7 @@ export const SwarmGetQuery = z.object({
     .describe("How long to wait, seconds (at most 25)."),
 })
 
-export { isSwarmActive } from "./swarm-fields"
+export { DefaultRollout, isSwarmActive } from "./swarm-fields"
 
 // The plain list of spec fields names exactly SwarmSpec's (a field added to one and not the other
 // fails to compile).

@@ -13,7 +13,7 @@
  */
 import type { AutoscaleDecision, AutoscalerState, Swarm } from "../model/swarm"
 import type { RouterSample } from "../model/worker"
-import { quantile } from "./swarm-metrics"
+import { delta, quantile } from "./swarm-metrics"
 
 /** Decisions kept on the swarm. */
 export const KeptDecisions = 10
@@ -178,10 +178,7 @@ export function readLoad(
   const requests = restarted ? last.requests : Math.max(0, last.requests - before.requests)
   // A router without the integral: the mean of the two instants.
   const inFlight = busy !== undefined ? busy / seconds : (last.inFlight + before.inFlight) / 2
-  const firstByte = restarted
-    ? last.firstByteBuckets
-    : last.firstByteBuckets.map((n, i) => Math.max(0, n - (before.firstByteBuckets[i] ?? 0)))
-  const ttftP99S = quantile(firstByte, 0.99)
+  const ttftP99S = quantile(delta(before, last).firstByteBuckets, 0.99)
   return {
     at: last.at,
     seconds,

@@ -53,10 +53,12 @@ export interface WindowFigures {
   tokensPerS: number
 }
 
+/** A counter's growth (never below 0). */
+const minus = (a: number, b: number | undefined) => Math.max(0, a - (b ?? 0))
+
 /** What happened between two samples (a restart in between: what the new process counted). */
-function delta(from: RouterSample, to: RouterSample): RouterCounters {
+export function delta(from: RouterSample, to: RouterSample): RouterCounters {
   if (to.startedAt !== from.startedAt) return to
-  const minus = (a: number, b: number) => Math.max(0, a - b)
   const classes = new Set([...Object.keys(from.answers), ...Object.keys(to.answers)])
   return {
     startedAt: to.startedAt,
@@ -213,7 +215,6 @@ export function replicaFigures(samples: readonly RouterSample[]): ReplicaFigures
   if (seconds <= 0) return []
   const restarted = last.startedAt !== before.startedAt
   const earlier = new Map((restarted ? [] : (before.replicas ?? [])).map((r) => [r.url, r]))
-  const minus = (a: number, b: number | undefined) => Math.max(0, a - (b ?? 0))
   return last.replicas.map((r: ReplicaCounters) => {
     const e = earlier.get(r.url)
     const requests = minus(r.requests, e?.requests)

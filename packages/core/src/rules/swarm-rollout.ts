@@ -12,6 +12,7 @@
  */
 import type { SwarmPhase } from "../model/states"
 import type { ReplicaSet, ReplicaSlot, Swarm } from "../model/swarm"
+import { DefaultRollout } from "../model/swarm-fields"
 import { replicaGenerationOf } from "./swarm-phase"
 
 /** What the backend sees of one replica. */
@@ -73,7 +74,7 @@ const iso = (ms: number) => new Date(ms).toISOString()
 /** The next step for a swarm whose backend runs replicas one by one. */
 export function planRollout(input: RolloutInput): RolloutPlan {
   const { swarm, now } = input
-  const policy = swarm.rollout ?? { maxSurge: 1, maxUnavailable: 0, drainTimeoutS: 30 }
+  const policy = swarm.rollout ?? DefaultRollout
   const set = swarm.replicaSet ?? EmptySet
   // The replica spec the replicas should run: a scale keeps it, so it adds and removes replicas.
   const G = replicaGenerationOf(swarm)

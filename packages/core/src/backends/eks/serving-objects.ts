@@ -14,6 +14,7 @@
  */
 import { createHash } from "node:crypto"
 import type { Swarm } from "../../model/swarm"
+import { DefaultRollout } from "../../model/swarm-fields"
 import { BackendError } from "../../util/errors"
 import {
   cpuQuantity,
@@ -114,7 +115,7 @@ export function deploymentObject(input: ServingInput): Deployment {
       false,
     )
   const name = servingName(project, swarm)
-  const rollout = swarm.rollout ?? { maxSurge: 1, maxUnavailable: 0, drainTimeoutS: 30 }
+  const rollout = swarm.rollout ?? DefaultRollout
   const quantities: Record<string, string> = {
     cpu: cpuQuantity(swarm.cpusPerReplica),
     memory: memoryQuantity(swarm.memoryMiBPerReplica),

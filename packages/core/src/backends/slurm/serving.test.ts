@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest"
 import { type Swarm, SwarmSpec } from "../../model/swarm"
+import { swarmFixture } from "../../rules/testing"
 import { parseSqueue } from "./parse"
 import {
   observeCommand,
@@ -15,20 +16,7 @@ import { slurmConfig } from "./testing"
 
 const config = slurmConfig()
 
-function swarm(extra: Partial<Swarm> = {}): Swarm {
-  return {
-    ...SwarmSpec.parse({ name: "s", model: "echo", replicas: 2 }),
-    project: "p",
-    phase: "RUNNING",
-    desired: "running",
-    generation: 1,
-    observedGeneration: 1,
-    replicaStatus: { ready: 2, total: 2, items: [] },
-    createdAt: "2026-12-01T00:00:00.000Z",
-    updatedAt: "2026-12-01T00:00:00.000Z",
-    ...extra,
-  } as Swarm
-}
+const swarm = (extra: Partial<Swarm> = {}): Swarm => swarmFixture({ name: "s", ...extra })
 
 const line = (id: string, name: string, state: string, reason = "None") =>
   `${id}||N/A|${name}|${state}|${reason}|0:05|10:00|debug|vm|1|1|1G|N/A`
