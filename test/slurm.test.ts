@@ -322,7 +322,7 @@ suite("slurm backend on a real cluster", () => {
       },
       30_000,
     )
-    expect(perReplica.windows["1m"].requestsPerS).toBeGreaterThan(5)
+    expect(perReplica.windows["1m"].requests).toBeGreaterThan(50)
     const { phases, failures } = await load.stop()
     console.log(
       `steady load on Slurm, 10 req/s of streamed chat completions, 20 ms service time\n${phaseTable(phases)}`,

@@ -96,18 +96,25 @@ describe("retries and budgets", () => {
     expect(waiting.pendingReason).toMatch(
       /^retrying after failure 1 of 3: exited with code 127; last output: loading the model \| vllm: command not found; next try at /,
     )
-    expect(waiting.retryAt).toBeDefined()
+    const firstRetryAt = Date.parse(waiting.retryAt)
+    const second = await until(
+      "the task to wait before its third attempt",
+      async () => {
+        const t = (await job(jobId)).tasks[0]
+        return t.state === "PENDING" && t.attempts.length === 2 && t.retryAt && t
+      },
+      20_000,
+    )
     const done = await finished(jobId, 45_000)
     expect(done.status).toBe("FAILED")
     const attempts = done.tasks[0].attempts as { createdAt: string; finishedAt: string; message: string }[]
     expect(attempts).toHaveLength(3)
-    // 2 s, then 4 s between an attempt's end and the next one's start: not a tight loop.
-    expect(Date.parse(attempts[1]!.createdAt) - Date.parse(attempts[0]!.finishedAt)).toBeGreaterThanOrEqual(
-      2000,
-    )
-    expect(Date.parse(attempts[2]!.createdAt) - Date.parse(attempts[1]!.finishedAt)).toBeGreaterThanOrEqual(
-      4000,
-    )
+    // Not a tight loop: the plane put each retry 2 s, then 4 s after the failure it follows (its own
+    // recorded decision, not a measured wait), and no attempt started before its retry was due.
+    expect(firstRetryAt - Date.parse(attempts[0]!.finishedAt)).toBeGreaterThanOrEqual(2000)
+    expect(Date.parse(second.retryAt) - Date.parse(attempts[1]!.finishedAt)).toBeGreaterThanOrEqual(4000)
+    expect(Date.parse(attempts[1]!.createdAt)).toBeGreaterThanOrEqual(firstRetryAt)
+    expect(Date.parse(attempts[2]!.createdAt)).toBeGreaterThanOrEqual(Date.parse(second.retryAt))
     expect(attempts[2]!.message).toMatch(/vllm: command not found/)
     // Every attempt's output stays readable.
     const first = (

@@ -72,7 +72,12 @@ export function processIo(): Io {
   }
 }
 
-export function createContext(io: Io, env: Env, fetchImpl?: typeof fetch): Ctx {
+export function createContext(
+  io: Io,
+  env: Env,
+  fetchImpl?: typeof fetch,
+  sleep?: (ms: number) => Promise<void>,
+): Ctx {
   const ctx: Ctx = {
     io,
     env,
@@ -89,6 +94,7 @@ export function createContext(io: Io, env: Env, fetchImpl?: typeof fetch): Ctx {
         api: connection.api,
         ...(connection.key ? { key: connection.key } : {}),
         ...(fetchImpl ? { fetch: fetchImpl } : {}),
+        ...(sleep ? { sleep } : {}),
       })
     },
   }

@@ -33,6 +33,8 @@ export interface HttpOptions {
   timeoutMs?: number
   /** Pause between retries, ms; tests set 0. Default 500, doubling. */
   retryDelayMs?: number
+  /** Every wait between tries goes through this; tests record it. Default a real timer. */
+  sleep?: (ms: number) => Promise<void>
 }
 
 export interface Request {
@@ -61,6 +63,7 @@ export function transport(options: HttpOptions): Transport {
   const doFetch = options.fetch ?? fetch
   const base = options.api.replace(/\/+$/, "")
   const delay = options.retryDelayMs ?? 500
+  const sleep = options.sleep ?? realSleep
 
   return async <T>(request: Request): Promise<Answer<T>> => {
     const url = new URL(`${base}${request.path}`)
@@ -78,10 +81,14 @@ export function transport(options: HttpOptions): Transport {
       } catch (error) {
         if (!(error instanceof ApiError) || !retryable(error) || attempt >= Attempts) throw error
         const pause = Math.max(delay * 2 ** (attempt - 1), error.retryAfterMs ?? 0)
-        await new Promise((resolve) => setTimeout(resolve, pause))
+        await sleep(pause)
       }
     }
   }
+}
+
+function realSleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 function timeoutOf(options: HttpOptions, request: Request): number {

@@ -1,6 +1,11 @@
 /** Commands in-process against a fake API: exit codes, one-line errors, requests, waiting, output, offline validation. */
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { describe, expect, test } from "vitest"
-import { apiError, jobOf, run, swarmOf } from "./testing"
+import { createContext, type Io } from "./context"
+import { buildProgram } from "./program"
+import { apiError, type Captured, fakeFetch, jobOf, type Route, run, swarmOf } from "./testing"
 
 describe("exit codes and one-line errors", () => {
   const cases: Record<string, { status: number; code: string; exit: number; hint?: RegExp }> = {
@@ -110,18 +115,40 @@ describe("requests", () => {
   })
 
   test("a 429 is retried no sooner than its Retry-After asks", async () => {
-    const res = await run(["job", "submit", "--", "true"], {
-      routes: {
-        "POST /v1/jobs": ({ n }) =>
-          n === 1
-            ? { ...apiError(429, "rate_limited", "slow down"), headers: { "retry-after": "2" } }
-            : { status: 202, body: jobOf() },
-      },
+    // The command tree on a context whose HTTP waits are recorded, not slept (`main` takes no sleep).
+    const requests: Captured["requests"] = []
+    const slept: { ms: number; afterRequests: number }[] = []
+    const stdout: string[] = []
+    const io: Io = {
+      stdout: { write: (t) => void stdout.push(t), isTTY: false, columns: 120 },
+      stderr: { write: () => {}, isTTY: false, columns: 120 },
+      stdinIsTTY: false,
+      readStdin: async () => "",
+      prompt: async () => "",
+    }
+    const env = {
+      SWARMPLANE_CONFIG_DIR: mkdtempSync(join(tmpdir(), "sp-cli-")),
+      SWARMPLANE_API: "http://api.test",
+      SWARMPLANE_KEY: "sp_test-key",
+      NO_COLOR: "1",
+    }
+    const routes: Record<string, Route> = {
+      "POST /v1/jobs": ({ n }) =>
+        n === 1
+          ? { ...apiError(429, "rate_limited", "slow down"), headers: { "retry-after": "2" } }
+          : { status: 202, body: jobOf() },
+    }
+    const ctx = createContext(io, env, fakeFetch(routes, requests), async (ms) => {
+      slept.push({ ms, afterRequests: requests.length })
     })
-    expect(res.code).toBe(0)
-    const [first, second] = res.requests.filter((r) => r.method === "POST")
-    // The CLI's own first pause is 500 ms; the server asked for 2 s.
-    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(1900)
+    await buildProgram(ctx).parseAsync(["job", "submit", "--", "true"], { from: "user" })
+    expect(ctx.exitCode).toBe(0)
+    expect(stdout.join("")).toBe("job-1\n")
+    expect(requests.map((r) => r.method)).toEqual(["POST", "POST"])
+    // One wait, between the 429 and the retry: the CLI's own first pause is 500 ms; the server asked for 2 s.
+    expect(slept).toHaveLength(1)
+    expect(slept[0]?.afterRequests).toBe(1)
+    expect(slept[0]?.ms).toBeGreaterThanOrEqual(2000)
   })
 
   test("job submit turns flags into a JobSpec and checks it before sending", async () => {
