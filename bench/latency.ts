@@ -22,6 +22,8 @@ const agentBin = join(import.meta.dirname, "..", "packages", "agent", "bin", "sw
 
 interface Mode {
   name: string
+  /** Its key in the results file. */
+  key: string
   /** The agents' `--heartbeat-wait`. */
   waitS: number
   /** The agents' `--isolation` (default `auto`: namespaces where `unshare` works). */
@@ -29,10 +31,10 @@ interface Mode {
 }
 
 const modes: Mode[] = [
-  { name: "heartbeat at the interval (baseline)", waitS: 0 },
-  { name: "held heartbeat (long-poll)", waitS: 20 },
+  { name: "heartbeat at the interval (baseline)", key: "baseline", waitS: 0 },
+  { name: "held heartbeat (long-poll)", key: "longPoll", waitS: 20 },
   // What starting a sandboxed attempt costs: unshare, its shell and mounts per attempt.
-  { name: "held heartbeat, no namespaces", waitS: 20, isolation: "none" },
+  { name: "held heartbeat, no namespaces", key: "longPollNoNamespaces", waitS: 20, isolation: "none" },
 ]
 
 interface Result {
@@ -272,7 +274,7 @@ export async function main(argv: string[] = []): Promise<void> {
     record({
       latency: Object.fromEntries(
         results.map((r, i) => [
-          i === 0 ? "baseline" : "longPoll",
+          modes[i]!.key,
           {
             single: { jobs: single, submittedToRunningMs: r.single, placedToRunningMs: r.singleStarted },
             burst: { jobs, p50Ms: r.p50, p99Ms: r.p99, allDoneS: r.allDoneS, succeeded: r.succeeded },

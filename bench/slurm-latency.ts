@@ -4,7 +4,7 @@
  * plane's cadence (a pass at once, as the schedule request triggers, then one a second), against the
  * floor in the same process: the same 8 jobs sent by `sbatch` over one SSH session. Two clocks: when the
  * observer saw RUNNING (swarmplane's task state; `squeue` polled every 250 ms for the floor), and when
- * Slurm says the job started (`sacct` Start − the submission; Slurm keeps whole seconds).
+ * Slurm says the job started (`squeue` StartTime − the submission; Slurm keeps whole seconds).
  */
 import { parseSubmission } from "@swarmplane/core/backends/slurm/backend"
 import type { SshSession } from "@swarmplane/core/backends/slurm/ssh"

@@ -4,8 +4,9 @@
  * exactly what the deploy ships.
  *
  * Each choice against SST 4's default, from `npm run bench -- cold-start` and the interleaved runs
- * behind it (API handler, fresh `node` per run, CPU ms of import + first `GET /health`, min/median of
- * 9 on a shared, busy 2-core machine, so read them as rough):
+ * behind it when each was chosen (API handler, fresh `node` per run, CPU ms of import + first
+ * `GET /health`, min/median of 9 on a shared, busy 2-core machine, so read them as rough; the README's
+ * Performance table has the current figures):
  * - `format: "esm"` (SST's default, stated): a CommonJS bundle cannot be split, loads all 2.1 MB at
  *   once and took 720/917 ms against 351/470 ms for the split ESM one.
  * - `splitting: true` (default off): code behind a dynamic `import()` (ssh2 in the Slurm backend, the
