@@ -324,7 +324,7 @@ describe("deployments", () => {
     expect(small.livePids()).toEqual([])
   })
 
-  it("restarts a killed replica, or shows the deployment Not Ready when restarts are off", async () => {
+  it("restarts a killed replica, or shows the deployment Not Ready with reason SystemError when restarts are off", async () => {
     await call(f, "POST", "/deployments", deployment("llm-d"))
     const get = () => call(f, "GET", "/deployments/llm-d")
     await waitFor(get, (r) => r.body.status.state === "Ready")
@@ -335,6 +335,11 @@ describe("deployments", () => {
     try {
       f.killReplica("llm-d")
       await waitFor(get, (r) => r.body.status.state === "Not Ready")
+      // The replica's readiness gives one of the contract's reasons, so the backend can read it.
+      const readiness = (await call(f, "GET", "/deployments/llm-d/readiness")).body
+      expect(Object.values(readiness).map((entries) => (entries as { reason: string }[])[0]!.reason)).toEqual(
+        ["SystemError"],
+      )
     } finally {
       f.setRestartReplicas(true)
     }

@@ -26,7 +26,7 @@ const repoRoot = new URL("../../../", import.meta.url).pathname
 const healthPollMs = 100
 const namePattern = /^[a-z][a-z0-9-]{0,35}$/
 
-type ReplicaPhase = "NoCapacity" | "InProgress" | "Ready" | "Failed" | "Deleting"
+type ReplicaPhase = "NoCapacity" | "InProgress" | "Ready" | "SystemError" | "Deleting"
 
 interface Replica {
   id: string
@@ -52,7 +52,7 @@ interface Deployment {
 }
 
 export interface DeploymentOptions {
-  /** A replica whose process exits is started again (true) or left Failed (false). Default true. */
+  /** A replica whose process exits is started again (true) or left with readiness reason SystemError (false), one of the contract's reasons. Default true. */
   restartReplicas: boolean
   /**
    * Records a deployment's affinity (`spec.resource_requirement.affinity`) when it is created or a PATCH
@@ -229,7 +229,7 @@ export class Deployments {
     const desired = desiredReplicas(d.spec)
     const live = d.replicas.filter((r) => r.phase !== "Deleting")
     // Remove the least useful first: waiting, then failed, then starting, then ready.
-    const order: ReplicaPhase[] = ["NoCapacity", "Failed", "InProgress", "Ready"]
+    const order: ReplicaPhase[] = ["NoCapacity", "SystemError", "InProgress", "Ready"]
     live.sort((a, b) => order.indexOf(a.phase) - order.indexOf(b.phase))
     for (const r of live.slice(0, Math.max(0, live.length - desired))) this.stopReplica(r, d)
     for (let i = live.length; i < desired; i++)
@@ -300,7 +300,7 @@ export class Deployments {
     }
     if (this.options.restartReplicas && this.items.get(d.id) === d) this.startReplica(d, r)
     else {
-      r.phase = "Failed"
+      r.phase = "SystemError"
       r.message = `replica exited with code ${code}`
     }
   }
@@ -343,7 +343,7 @@ function status(ws: Workspace, d: Deployment): JsonObject {
   const changing = live.length !== d.replicas.length
   let state: string
   if (desired === 0) state = changing ? "Stopping" : "Stopped"
-  else if (live.some((r) => r.phase === "Failed")) state = "Not Ready"
+  else if (live.some((r) => r.phase === "SystemError")) state = "Not Ready"
   else if (ready === desired && !changing) state = "Ready"
   else if (d.updating) state = "Updating"
   else state = d.everReady ? "Scaling" : "Starting"

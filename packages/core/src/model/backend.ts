@@ -5,7 +5,7 @@
  */
 
 import { kindOfType } from "./backend-kinds"
-import { Attributes, bytesAtMost, Name, notReserved, Resources, Text, Timestamp } from "./common"
+import { Attributes, bytesAtMost, Env, Name, notReserved, Resources, Text, Timestamp } from "./common"
 import { Limits } from "./limits"
 import {
   HostPattern,
@@ -203,7 +203,7 @@ export const LeptonBackendConfig = z
       .regex(/^[A-Za-z0-9-]+$/, { message: "a workspace id such as `ws123`" })
       .describe("Workspace id."),
     workspaceUrl: HttpsUrl.optional().describe(
-      "Override of the workspace API base, e.g. `https://gateway.dgxc-lepton.nvidia.com/api/v2/workspaces/<id>`.",
+      "The workspace's API base; when absent, the DGX Cloud Lepton gateway's: `https://gateway.dgxc-lepton.nvidia.com/api/v2/workspaces/<workspaceId>`.",
     ),
     tokenSecret: SecretName.describe("Name of the secret holding the workspace token."),
     nodeGroup: z
@@ -237,6 +237,9 @@ export const LeptonBackendConfig = z
       .max(16)
       .default([])
       .describe("Image pull secret names in the workspace."),
+    env: Env.optional().describe(
+      "Environment variables set in every job and deployment of this backend; a job's or swarm's own `env` wins on a clash. Plain values: use `envSecrets` for anything secret.",
+    ),
     envSecrets: z
       .record(
         z

@@ -63,6 +63,16 @@ describe("observeJobs", () => {
     expect(seen.waiting).toEqual([{ ref: queued, reason: expect.stringMatching(/^Lepton: queued/) }])
   })
 
+  test("a state Lepton adds later changes nothing and is shown with its raw name as the submitted task's reason", () => {
+    const queued = ref("a-1", "ASSIGNED", `${jobName("a-1")}-x1y2z`)
+    const seen = observeJobs([queued], [], indexJobs([job("a-1", "Hibernating")]), minted)
+    expect(seen.transitions).toEqual([])
+    expect(seen.waiting).toEqual([
+      { ref: queued, reason: `Lepton job ${jobName("a-1")}-x1y2z is in an unknown state "Hibernating"` },
+    ])
+    expect(seen.unknown).toEqual([seen.waiting[0]!.reason])
+  })
+
   test("an unlisted job is lost only after LostAfterMs", () => {
     const live = ref("a-1", "RUNNING", "gone-1")
     expect(observeJobs([live], [], indexJobs([]), minted + LostAfterMs - 1).transitions).toEqual([])

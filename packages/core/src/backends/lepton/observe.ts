@@ -77,7 +77,9 @@ export function observeJobs(
       continue
     }
     const reading = readJob(job)
-    if (reading.kind === "waiting" || reading.kind === "starting")
+    // A state this code does not know is shown with its raw name: as the submitted task's reason
+    // (the task keeps its state; nothing is guessed), and in the pass's log.
+    if (reading.kind === "waiting" || reading.kind === "starting" || reading.kind === "unknown")
       out.waiting.push({ ref, reason: reading.message })
     if (reading.kind === "unknown") out.unknown.push(reading.message)
     const outcome = jobOutcome(reading, uid, job.metadata.id)

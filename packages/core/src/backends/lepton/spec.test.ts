@@ -211,6 +211,22 @@ describe("the job of a task attempt", () => {
     expect(body.spec.envs.filter((e) => e.name === "SHARD_ID")).toHaveLength(1)
   })
 
+  test("the backend's plain env reaches every job and deployment; the job's or swarm's own wins on a clash", () => {
+    const withEnv = { ...config, env: { HF_HOME: "/models/hf", A: "backend" } } as LeptonConfig
+    const clash = { ...job, spec: { ...spec, env: { A: "job" } } }
+    const jobEnv = envOf(jobBody({ job: clash, taskIndex: 0, attemptUid: "a-1", config: withEnv }).spec.envs)
+    expect(jobEnv.HF_HOME).toEqual({ name: "HF_HOME", value: "/models/hf" })
+    expect(jobEnv.A).toEqual({ name: "A", value: "job" })
+    const deployEnv = envOf(
+      deploymentBody({ project: "team-a", swarm: swarm({ env: {} }), config: withEnv }).spec.envs,
+    )
+    expect(deployEnv.HF_HOME).toEqual({ name: "HF_HOME", value: "/models/hf" })
+    expect(deployEnv.A).toEqual({ name: "A", value: "backend" })
+    expect(envOf(deploymentBody({ project: "team-a", swarm: swarm(), config: withEnv }).spec.envs).A).toEqual(
+      { name: "A", value: "1" },
+    )
+  })
+
   test("a batch shard runs the agent's batch runner the way the backend's image runs the agent", () => {
     const batch = {
       id: "job-batch",

@@ -75,10 +75,13 @@ function mountsOf(config: LeptonConfig): Mount[] {
   }))
 }
 
-/** Plain values first, then workspace secret references (which win on a clash), then swarmplane's own. */
+/**
+ * The backend's plain values, then the job's or swarm's (which win), then workspace secret references
+ * (which win on a clash), then swarmplane's own.
+ */
 function envsOf(plain: Record<string, string>, config: LeptonConfig, own: Record<string, string>): EnvVar[] {
   const byName = new Map<string, EnvVar>()
-  for (const [name, value] of Object.entries(plain)) byName.set(name, { name, value })
+  for (const [name, value] of Object.entries({ ...config.env, ...plain })) byName.set(name, { name, value })
   for (const [name, secret] of Object.entries(config.envSecrets ?? {}))
     byName.set(name, { name, value_from: { secret_name_ref: secret } })
   for (const [name, value] of Object.entries(own)) byName.set(name, { name, value })
