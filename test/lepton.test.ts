@@ -346,6 +346,34 @@ describe("adoption and batching", () => {
   })
 })
 
+describe("a workspace that archives jobs the moment they end", () => {
+  let a: LeptonPlane
+  beforeAll(async () => {
+    a = await leptonPlane({ archiveAfterMs: 0 })
+    await a.register("lep-archive")
+  }, 60_000)
+  afterAll(async () => {
+    await a?.stop()
+  })
+
+  test("a pass lists only live jobs, and reads each attempt's job that left the list by its id: every task SUCCEEDS", {
+    timeout: 60_000,
+  }, async () => {
+    const id = await a.submit("lep-archive", { tasks: 6, command: ["true"] })
+    const done = await a.finished(id, 45_000)
+    // Were archived jobs not read, the live list would never show these end: lost after LostAfterMs.
+    expect(done.status).toBe("SUCCEEDED")
+    const lists = a.fake.requests.filter((r) => r.method === "GET" && r.path === "/jobs")
+    expect(lists.length).toBeGreaterThan(0)
+    // The whole history is never listed: what a pass costs follows live work.
+    for (const r of lists) expect(new URLSearchParams(r.query).get("job_query_mode")).toBe("alive_only")
+    const reads = a.fake.requests.filter((r) => r.method === "GET" && /^\/jobs\/[^/]+$/.test(r.path))
+    expect(reads.length).toBeGreaterThanOrEqual(6)
+    for (const r of reads)
+      expect(new URLSearchParams(r.query).get("job_query_mode")).toBe("alive_and_archive")
+  })
+})
+
 describe("reconcile, read directly", () => {
   test("an attempt Lepton stopped listing is lost after LostAfterMs; a stopping attempt is stopped once its job ends, unstopped while it runs", {
     timeout: 60_000,

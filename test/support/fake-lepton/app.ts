@@ -52,7 +52,7 @@ export interface FakeLeptonState {
   nodeGroups: NodeGroups
   faults: Fault[]
   /** Requests the API received (method and path after the base), faults included. */
-  requests: { method: string; path: string }[]
+  requests: { method: string; path: string; query: string }[]
   /** The server's cap on a list's `page_size`: a larger one gets this many (and the client pages on). */
   maxPageSize: number
 }
@@ -79,7 +79,7 @@ export function fakeLeptonApp(s: FakeLeptonState): Hono {
   // Auth and injected faults, for everything under any workspace's base.
   app.use("/api/v2/workspaces/:ws/*", async (c, next) => {
     const path = c.req.path.slice(`/api/v2/workspaces/${c.req.param("ws")}`.length)
-    s.requests.push({ method: c.req.method, path })
+    s.requests.push({ method: c.req.method, path, query: new URL(c.req.url).searchParams.toString() })
     const request: FaultRequest = { method: c.req.method, path }
     const fault = takeFault(s.faults, request)
     if (fault && !fault.after) {

@@ -51,8 +51,8 @@ export interface FakeLepton {
   readonly workspaceId: string
   /** Another workspace on the same fake, whose token this workspace answers with 403. */
   readonly otherWorkspace: { id: string; token: string; url: string }
-  /** Requests the API received, in order (method and the path after the workspace base). */
-  readonly requests: { method: string; path: string }[]
+  /** Requests the API received, in order (method, the path after the workspace base, the query). */
+  readonly requests: { method: string; path: string; query: string }[]
   /** The node group ids each created job and deployment asked for, in order. */
   readonly placements: Placement[]
   /** The next matching requests answer with this fault instead (e.g. a 429 with `Retry-After`). */

@@ -3,8 +3,8 @@
  * to the workspace's v2 API (backend-contracts.md Part A). Each task attempt is one Lepton job, named
  * from the attempt's id before it is sent, so a create whose answer was lost is found again and
  * adopted rather than made twice; each swarm is one deployment (serving.ts). A reconcile pass reads
- * every job of the workspace in one paged list (and every deployment in one more call), whatever the
- * number of live attempts. Every contact is recorded as the backend's health; the token is read once
+ * the workspace's live jobs in one paged list (and every deployment in one more call), whatever the
+ * number of live attempts, and reads one by one only the jobs that ended and left that list since. Every contact is recorded as the backend's health; the token is read once
  * per invocation and never appears in a message.
  *
  * A batch shard's progress counters come from its log (progress.ts); the node group it places by is
@@ -13,6 +13,7 @@
 import type { Backend } from "../../model/backend"
 import type { Swarm } from "../../model/swarm"
 import { iso } from "../../util/clock"
+import { mapLimit } from "../../util/concurrency"
 import { BackendError, VisibleError } from "../../util/errors"
 import { contactHealth } from "../contacts"
 import { progressReads } from "../progress-log"
@@ -30,7 +31,7 @@ import type {
 import { awaitingSwarms } from "../swarm-gate"
 import { LeptonApiError, type LeptonClient, type LogTailLimits, leptonClient } from "./client"
 import { LeptonNodeGroups } from "./node-groups"
-import { indexJobs, type JobIndex, LostAfterMs, observeJobs } from "./observe"
+import { indexJobs, type JobIndex, LostAfterMs, observeJobs, unlisted, withJobs } from "./observe"
 import { readProgress } from "./progress"
 import { deploymentOf, LeptonServing } from "./serving"
 import { jobBody, jobName, type LeptonConfig } from "./spec"
@@ -131,8 +132,29 @@ export function LeptonBackend(
     },
   })
 
-  /** Every job of the workspace, live and archived, in one paged list. */
-  const listJobs = async () => indexJobs(await contacting((c) => c.jobs.list({ mode: "alive_and_archive" })))
+  /**
+   * The workspace's live jobs in one paged list (`alive_only`: what it costs follows live work, not
+   * the workspace's history of finished jobs, which Lepton moves to its archive).
+   */
+  const listJobs = async () => indexJobs(await contacting((c) => c.jobs.list({ mode: "alive_only" })))
+
+  /**
+   * The live list, then the archived jobs of attempts it no longer shows (ended and archived since the
+   * last pass), each read by its id, a few at a time and at most `ArchiveReadsPerPass`; attempts past
+   * that are left to the next pass (`deferred`), not taken for lost.
+   */
+  async function observedJobs(launched: readonly TaskRef[], stopping: readonly TaskRef[]) {
+    const listed = await listJobs()
+    const { read, deferred } = unlisted(listed, launched, stopping)
+    const archived = await mapLimit(read, 4, (id) => contacting((c) => c.jobs.get(id, "alive_and_archive")))
+    return {
+      index: withJobs(
+        listed,
+        archived.filter((job) => job !== undefined),
+      ),
+      deferred,
+    }
+  }
 
   /** `launch` under its deadline (see there). */
   async function launchAttempts(request: LaunchRequest): Promise<LaunchResult> {
@@ -255,7 +277,8 @@ export function LeptonBackend(
     },
 
     /**
-     * One paged list of the workspace's jobs for every live and stopping attempt, and one list of the
+     * One paged list of the workspace's live jobs for every live and stopping attempt (plus a read of
+     * each job that has just left it for the archive), and one list of the
      * deployments for the swarms (kept for this pass's `servingStatus`). No live work, no call. Then
      * the progress of a few batch shards, from their logs (`readProgress`).
      */
@@ -275,7 +298,13 @@ export function LeptonBackend(
         for (const d of deployments) observedDeployments.set(d.metadata.name ?? d.metadata.id, d)
       }
       if (!launched.length && !stopping.length) return result
-      const observed = observeJobs(launched, stopping, await listJobs(), runtime.clock.now())
+      const { index, deferred } = await observedJobs(launched, stopping)
+      const observed = observeJobs(
+        launched.filter((ref) => !deferred.has(ref)),
+        stopping.filter((ref) => !deferred.has(ref)),
+        index,
+        runtime.clock.now(),
+      )
       for (const message of observed.unknown)
         runtime.logger.warn(`${project} lepton ${backendId}: ${message}`)
       result.transitions.push(...observed.transitions)

@@ -1,7 +1,7 @@
 /** One listing of Lepton's jobs read for the live and stopping attempts: found by id or by name, lost, queued, stopped. */
 import { describe, expect, test } from "vitest"
 import type { TaskRef } from "../protocol"
-import { indexJobs, LostAfterMs, observeJobs } from "./observe"
+import { indexJobs, LostAfterMs, observeJobs, unlisted, withJobs } from "./observe"
 import { jobName } from "./spec"
 import type { LeptonJob } from "./types"
 
@@ -95,6 +95,24 @@ describe("observeJobs", () => {
     expect(seen.transitions.map((t) => t.outcome)).toEqual([
       { kind: "stopped", attemptUid: "a-2" },
       { kind: "stopped", attemptUid: "a-3" },
+    ])
+  })
+
+  test("a job that left the live list for the archive is read by its id; past the limit an attempt waits for the next pass, not lost", () => {
+    const listed = indexJobs([job("a-1", "Running", { ready: 1, active: 1 })])
+    const running = ref("a-1", "RUNNING", `${jobName("a-1")}-x1y2z`)
+    const ended = ref("a-2", "RUNNING", `${jobName("a-2")}-x1y2z`)
+    const later = ref("a-3", "RUNNING", `${jobName("a-3")}-x1y2z`)
+    const stopping = ref("a-4", "KILLED", `${jobName("a-4")}-x1y2z`, true)
+    const unsent = ref("a-5", "ASSIGNED")
+    const { read, deferred } = unlisted(listed, [running, ended, later, unsent], [stopping], 2)
+    expect(read).toEqual([`${jobName("a-2")}-x1y2z`, `${jobName("a-3")}-x1y2z`])
+    expect([...deferred]).toEqual([stopping])
+    // The archived job read by its id ends the attempt as the live list would have.
+    const index = withJobs(listed, [job("a-2", "Completed")])
+    const seen = observeJobs([running, ended], [], index, minted + LostAfterMs + 1)
+    expect(seen.transitions.map((t) => t.outcome)).toEqual([
+      { kind: "succeeded", attemptUid: "a-2", exitCode: 0 },
     ])
   })
 })

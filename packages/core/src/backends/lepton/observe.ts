@@ -1,6 +1,7 @@
 /**
  * What one listing of the workspace's jobs says of the live and stopping attempts. Pure: the jobs
- * Lepton listed (live and archived, indexed by id and by the name swarmplane gave each) and the time
+ * Lepton listed (its live list, plus archived jobs of attempts the list no longer shows, read one by
+ * one: `unlisted`, `withJobs`; indexed by id and by the name swarmplane gave each) and the time
  * go in; transitions, queue reasons and attempts to stop again come out, as in the Slurm backend's
  * observe.ts. An attempt is found by its Lepton id, else by its name (a create whose answer was lost);
  * one Lepton no longer lists is lost after `LostAfterMs`, never silently left running.
@@ -44,6 +45,43 @@ export function jobOf(index: JobIndex, ref: TaskRef, uid?: string) {
     (attempt.target ? index.byId.get(attempt.target) : undefined) ??
     (attempt.submission ? index.byName.get(attempt.submission) : undefined)
   return { attempt, job }
+}
+
+/** Archived jobs a pass reads one by one at most (the rest the next pass). */
+export const ArchiveReadsPerPass = 32
+
+/**
+ * The attempts (live, or stopping) whose Lepton job the live list does not show though Lepton gave it
+ * an id: most have just ended and moved to the archive, to be read one by one. The first `limit` are
+ * to be read; the rest are `deferred` to a later pass (left out of this one, not taken for lost).
+ */
+export function unlisted(
+  index: JobIndex,
+  launched: readonly TaskRef[],
+  stopping: readonly TaskRef[],
+  limit = ArchiveReadsPerPass,
+): { read: string[]; deferred: Set<TaskRef> } {
+  const read: string[] = []
+  const deferred = new Set<TaskRef>()
+  const consider = (ref: TaskRef, uid?: string) => {
+    const { attempt, job } = jobOf(index, ref, uid)
+    if (job || !attempt?.target) return
+    if (read.includes(attempt.target)) return
+    if (read.length < limit) read.push(attempt.target)
+    else deferred.add(ref)
+  }
+  for (const ref of launched) consider(ref)
+  for (const ref of stopping) consider(ref, ref.task.data.stopping?.attemptUid)
+  return { read, deferred }
+}
+
+/** The index with these jobs (read one by one) added. */
+export function withJobs(index: JobIndex, jobs: readonly LeptonJob[]): JobIndex {
+  const more = indexJobs([...jobs])
+  return {
+    byId: new Map([...index.byId, ...more.byId]),
+    byName: new Map([...index.byName, ...more.byName]),
+  }
 }
 
 export type JobObservation = Required<Pick<ReconcileResult, "transitions" | "waiting" | "unstopped">> & {
