@@ -109,7 +109,7 @@ describe("jobs", () => {
 })
 
 describe("swarms", () => {
-  test("a 2-replica echo swarm comes up RUNNING and answers at its URL; 2 → 3 replicas is one PATCH of the same deployment; DELETE removes it", {
+  test("a 2-replica echo swarm comes up RUNNING and answers at its URL; 2 → 3 replicas, by a restarted plane, is one PATCH of the same deployment; DELETE removes it", {
     timeout: 90_000,
   }, async () => {
     await l.applySwarm("lep", { name: "lep-echo", model: "echo", replicas: 2 })
@@ -123,6 +123,9 @@ describe("swarms", () => {
     }).then((r) => r.json())
     expect(reply.choices[0].message.content).toBe("echo: from lepton")
 
+    // The update is carried out by a plane started afresh on the same state: it finds the deployment
+    // from the swarm's saved handle, as another Lambda invocation would.
+    await l.restart()
     await l.applySwarm("lep", { name: "lep-echo", model: "echo", replicas: 3 })
     const three = await until(
       "three replicas ready on the new generation",
