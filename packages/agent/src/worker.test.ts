@@ -1,25 +1,31 @@
-import { existsSync, mkdtempSync, readdirSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { DesiredAttempt } from "@swarmplane/core/contract/worker"
+import type { DesiredAttempt, ObservedAttempt } from "@swarmplane/core/contract/worker"
 import { afterEach, describe, expect, it } from "vitest"
-import { controlPlane } from "./api-client"
+import { type ControlPlane, controlPlane } from "./api-client"
 import type { TaskSetup } from "./attempt"
+import { TestClock } from "./testing/clock"
 import { type FakeControlPlane, startFakeControlPlane } from "./testing/fake-control-plane"
 import { livingSleeps, sleepMarker, waitFor } from "./testing/wait"
-import { WorkerAgent } from "./worker"
+import { HeldMinHeartbeatGapMs, WorkerAgent } from "./worker"
 
 let cp: FakeControlPlane
 let agent: WorkerAgent
+/** Every heartbeat the agent sent, as it sent it, with the test clock's time then (if it has one). */
+let sent: { at: number | undefined; attempts: ObservedAttempt[]; waitS: number | undefined }[]
 
 interface AgentSetup {
   heartbeatIntervalS?: number
   /** The fake control plane holds heartbeats that ask to wait, up to this long. */
   holdS?: number
   heartbeatWaitS?: number
+  /** Default 100 ms, or the agent's own default against a control plane that holds heartbeats. */
   minHeartbeatGapMs?: number
   health?: { startIntervalMs?: number; startTimeoutMs?: number }
   tasks?: TaskSetup
+  /** The agent's clock; the real one if absent. */
+  clock?: TestClock
 }
 
 async function startAgent(options: AgentSetup = {}) {
@@ -27,20 +33,32 @@ async function startAgent(options: AgentSetup = {}) {
     heartbeatIntervalS: options.heartbeatIntervalS ?? 1,
     ...(options.holdS ? { holdS: options.holdS } : {}),
   })
+  const api = controlPlane({ api: cp.url, token: cp.token })
+  const clock = options.clock
+  sent = []
+  const recorded: ControlPlane = {
+    ...api,
+    heartbeat: (workerId, attempts, signal, waitS) => {
+      sent.push({ at: clock?.now(), attempts: structuredClone(attempts), waitS })
+      return api.heartbeat(workerId, attempts, signal, waitS)
+    },
+  }
+  const minGap = options.minHeartbeatGapMs ?? (options.holdS ? undefined : 100)
   agent = new WorkerAgent({
-    api: controlPlane({ api: cp.url, token: cp.token }),
+    api: recorded,
     registration: {
       backendId: "local-workers",
       name: "test-worker",
       resources: { cpu: 2, memoryMiB: 1024, gpu: 0 },
       attributes: { zone: "a" },
     },
-    minHeartbeatGapMs: options.minHeartbeatGapMs ?? 100,
+    ...(minGap !== undefined ? { minHeartbeatGapMs: minGap } : {}),
     backoffMs: { initial: 50, max: 200 },
     stopGraceMs: 2000,
     health: { startIntervalMs: 100, readyIntervalMs: 200, ...options.health },
     tasks: options.tasks,
     ...(options.heartbeatWaitS !== undefined ? { heartbeatWaitS: options.heartbeatWaitS } : {}),
+    ...(clock ? { clock } : {}),
   })
   void agent.start()
 }
@@ -212,28 +230,38 @@ describe("worker loop", () => {
   })
 
   it("heartbeats at once after a local change, not at the next interval", async () => {
-    await startAgent({ heartbeatIntervalS: 60 })
+    // Waits up to the minimum gap (100 ms) pass on their own; the 60 s interval never does.
+    const clock = new TestClock(100)
+    await startAgent({ heartbeatIntervalS: 60, clock })
     cp.setDesired([want("t-fast", { command: sh("exit 0") })])
-    // Registration is followed by an immediate heartbeat, which hands out the task; its exit must be
-    // reported long before the 60 s interval.
-    await cp.waitForReport("t-fast", (a) => a.state === "SUCCEEDED", 10_000)
+    // Registration is followed by an immediate heartbeat, which hands out the task; its start and its
+    // exit bring the next heartbeats forward, so the exit is reported without waiting out the interval.
+    await cp.waitForReport("t-fast", (a) => a.state === "SUCCEEDED")
+    const done = sent.findIndex((b) =>
+      b.attempts.some((a) => a.attemptUid === "t-fast" && a.state === "SUCCEEDED"),
+    )
+    expect(done).toBeGreaterThan(0)
+    // It went out the minimum gap after the heartbeat before it, not the interval.
+    expect((sent[done]?.at ?? 0) - (sent[done - 1]?.at ?? 0)).toBe(100)
   })
 
   it("never heartbeats more often than the minimum gap, however many changes", async () => {
-    await startAgent({ heartbeatIntervalS: 60, minHeartbeatGapMs: 300 })
+    // Waits up to the minimum gap pass on their own; the 60 s interval only ends by a local change.
+    const clock = new TestClock(300)
+    await startAgent({ heartbeatIntervalS: 60, minHeartbeatGapMs: 300, clock })
     const uids = Array.from({ length: 8 }, (_, i) => `t-burst-${i}`)
     cp.setDesired(uids.map((uid, i) => want(uid, { command: ["sleep", `0.${i + 1}`] })))
-    await cp.waitForHeartbeat(
-      (b) => uids.every((uid) => b.attempts.some((a) => a.attemptUid === uid && a.state === "SUCCEEDED")),
-      10_000,
+    await cp.waitForHeartbeat((b) =>
+      uids.every((uid) => b.attempts.some((a) => a.attemptUid === uid && a.state === "SUCCEEDED")),
     )
-    const times = cp.heartbeats.map((b) => b.at)
+    // Eight starts and eight exits, over several heartbeats: every one the minimum gap or more (on the
+    // agent's clock) after the one before it, so at most one per 300 ms however the changes fell.
+    const times = sent.map((b) => b.at ?? Number.NaN)
     expect(times.length).toBeGreaterThan(3)
-    // Counted over the whole run, not gap by gap: times are taken on arrival, and a busy machine can
-    // deliver one heartbeat late and the next on time (one gap looks short, the one before it long).
-    // At most one heartbeat per 300 ms of the span, give or take one for the ends' delivery.
+    const gaps = times.slice(1).map((t, i) => t - (times[i] ?? 0))
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(300)
     const span = (times.at(-1) ?? 0) - (times[0] ?? 0)
-    expect(times.length - 1).toBeLessThanOrEqual(Math.floor(span / 300) + 1)
+    expect(times.length - 1).toBeLessThanOrEqual(span / 300)
   })
 
   it("keeps work running while heartbeats fail, and reports again when they succeed", async () => {
@@ -250,16 +278,33 @@ describe("worker loop", () => {
   })
 
   it("waits as long as a 429's Retry-After asks before the next heartbeat, longer than its own backoff", async () => {
-    await startAgent()
-    await cp.waitForHeartbeat(() => true)
+    // Time moves only when this test moves it.
+    const clock = new TestClock()
+    await startAgent({ clock })
+    // Before the first heartbeat (registration is still on its way).
+    cp.failWith(503)
+    await waitFor("a refused heartbeat", () => cp.rejected === 1)
+    // Without a Retry-After: the agent's own backoff, at most 200 ms here.
+    const own = await waitFor("the pause after it", () => clock.asleep)
+    expect(own.ms).toBeLessThanOrEqual(200)
     cp.failWith(429, 1)
-    const from = cp.rejected
-    await waitFor("three refused heartbeats", () => cp.rejected >= from + 3, { timeoutMs: 10_000 })
+    clock.advance(own.ms)
+    for (let refused = 2; refused <= 4; refused++) {
+      await waitFor(`refused heartbeat ${refused}`, () => cp.rejected === refused)
+      // The server asked for 1 s between tries: the next one is not sooner.
+      const pause = await waitFor("the pause after it", () => clock.asleep)
+      expect(pause.ms).toBeGreaterThanOrEqual(1000)
+      clock.advance(pause.ms - 1)
+      expect(clock.asleep).toBe(pause)
+      clock.advance(1)
+    }
     cp.failWith(undefined)
-    // The agent's own backoff here is at most 200 ms; the server asked for 1 s between tries.
-    const refused = cp.rejectedAt.slice(from)
-    const gaps = refused.slice(1).map((t, i) => t - (refused[i] ?? 0))
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(900)
+    await cp.waitForHeartbeat(() => true)
+    // Each refused heartbeat went out the pause it asked for after the one before it.
+    const times = sent.map((b) => b.at ?? Number.NaN)
+    const gaps = times.slice(1).map((t, i) => t - (times[i] ?? 0))
+    expect(gaps.slice(1, 4).every((gap) => gap >= 1000)).toBe(true)
+    expect(cp.rejected).toBe(4)
   })
 
   it("on 410 worker.dead stops everything and registers again as a new worker", async () => {
@@ -325,28 +370,48 @@ describe("worker loop", () => {
 })
 
 describe("held heartbeats (long-poll)", () => {
+  // Holds of 300 s and an interval of 30 s the agent's clock never reaches (waits of up to 1 s pass
+  // on their own): what is reported came from a held answer or a local change, not from either ending.
+  const held = { heartbeatIntervalS: 30, holdS: 300, heartbeatWaitS: 300 }
+
   it("work set while the agent's heartbeat is held starts at once, not at the next interval", async () => {
-    await startAgent({ heartbeatIntervalS: 30, holdS: 20 })
+    const clock = new TestClock(1000)
+    await startAgent({ ...held, clock })
     // The first answer says the control plane holds heartbeats; the next one asks to wait.
-    await cp.waitForHeartbeat((b) => b.waitS === 20)
+    await cp.waitForHeartbeat((b) => b.waitS === 300)
     const before = cp.heartbeats.length
     cp.setDesired([want("t-now", { command: sh("exit 0") })])
-    // Reported long before a 30 s interval: the held answer brought the work, the start the report.
-    const done = await cp.waitForReport("t-now", (a) => a.state === "SUCCEEDED", 15_000)
+    // The held answer brought the work; its start and its exit brought the reports.
+    const done = await cp.waitForReport("t-now", (a) => a.state === "SUCCEEDED")
     expect(done.exitCode).toBe(0)
     expect(cp.heartbeats.length).toBeGreaterThan(before)
+    // Between heartbeats it never asked to wait more than the held minimum gap.
+    expect(clock.sleeps.length).toBeGreaterThan(0)
+    expect(Math.max(...clock.sleeps.map((s) => s.ms))).toBeLessThanOrEqual(HeldMinHeartbeatGapMs)
   })
 
   it("an attempt that ends while the heartbeat is held is reported at once (the hold is cut short)", async () => {
-    await startAgent({ heartbeatIntervalS: 30, holdS: 20 })
-    cp.setDesired([want("t-ends", { command: sh("sleep 1") })])
+    const clock = new TestClock(1000)
+    await startAgent({ ...held, clock })
+    // The task runs until the test lets it end.
+    const go = join(mkdtempSync(join(tmpdir(), "sp-go-")), "go")
+    cp.setDesired([want("t-ends", { command: sh(`while [ ! -e '${go}' ]; do sleep 0.02; done`) })])
     // In step once it reported the task running: that heartbeat waits for new work, held.
     const running = await cp.waitForHeartbeat((b) =>
       b.attempts.some((a) => a.attemptUid === "t-ends" && a.state === "RUNNING"),
     )
-    expect(running.waitS).toBe(20)
-    const ended = await cp.waitForReport("t-ends", (a) => a.state === "SUCCEEDED", 15_000)
+    expect(running.waitS).toBe(300)
+    writeFileSync(go, "")
+    const ended = await cp.waitForReport("t-ends", (a) => a.state === "SUCCEEDED")
     expect(ended.exitCode).toBe(0)
+    // The report went out the held minimum gap (50 ms) after the held heartbeat it cut short.
+    const i = sent.findIndex((b) =>
+      b.attempts.some((a) => a.attemptUid === "t-ends" && a.state === "SUCCEEDED"),
+    )
+    const cut = sent[i - 1]
+    expect(cut?.waitS).toBe(300)
+    expect(cut?.attempts.find((a) => a.attemptUid === "t-ends")?.state).toBe("RUNNING")
+    expect((sent[i]?.at ?? 0) - (cut?.at ?? 0)).toBeLessThanOrEqual(HeldMinHeartbeatGapMs)
   })
 
   it("never asks to wait a control plane that does not hold heartbeats, nor when told not to", async () => {

@@ -52,6 +52,21 @@ export interface WorkerOptions {
    * new work (`DefaultHeartbeatWaitS`). 0: heartbeat at the interval only, as agents before it did.
    */
   heartbeatWaitS?: number
+  /** Time for every wait and reading of the loop; the real one by default. Tests pass their own. */
+  clock?: WorkerClock
+}
+
+/** The worker loop's time: what it reads, and how it waits (between heartbeats, before a retry). */
+export interface WorkerClock {
+  /** Milliseconds since the epoch. */
+  now(): number
+  /** Resolve after `ms`; end early (resolve or reject, either will do) once `signal` is aborted. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>
+}
+
+const realClock: WorkerClock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) => sleep(ms, undefined, { signal }),
 }
 
 /** What an agent asks a heartbeat to wait for at most; the control plane holds it less (its `holdS`). */
@@ -84,6 +99,7 @@ export class WorkerAgent {
   private readonly abort = new AbortController()
   private readonly ctx: AttemptContext
   private readonly log: Logger
+  private readonly clock: WorkerClock
   private stopping = false
   private running: Promise<void> | undefined
   private intervalMs = 10_000
@@ -103,6 +119,7 @@ export class WorkerAgent {
 
   constructor(private readonly options: WorkerOptions) {
     this.log = options.log ?? silentLogger
+    this.clock = options.clock ?? realClock
     const advertiseHost = options.advertiseHost ?? "127.0.0.1"
     this.ctx = {
       advertiseHost,
@@ -193,7 +210,7 @@ export class WorkerAgent {
       LogBudgetChars,
       this.beats++,
     )
-    this.lastBeatAt = Date.now()
+    this.lastBeatAt = this.clock.now()
     this.kicked = false
     const waitS = this.longPolls() ? this.waitS() : 0
     const held = waitS > 0 ? new AbortController() : undefined
@@ -288,11 +305,12 @@ export class WorkerAgent {
         attempt.forget?.()
         this.attempts.delete(uid)
         this.resourcesOf.delete(uid)
-        this.ended.set(uid, Date.now())
+        this.ended.set(uid, this.clock.now())
       }
     }
     // Keep a day of ended ids: far longer than any answer can lag.
-    for (const [uid, at] of this.ended) if (Date.now() - at > 86_400_000) this.ended.delete(uid)
+    const now = this.clock.now()
+    for (const [uid, at] of this.ended) if (now - at > 86_400_000) this.ended.delete(uid)
   }
 
   /**
@@ -338,17 +356,14 @@ export class WorkerAgent {
     if (!ok) return this.pause(this.backoff(this.failures, this.retryAfter))
     const minGap = this.minGap()
     while (!this.stopping) {
-      const now = Date.now()
+      const now = this.clock.now()
       const soon = this.kicked || this.longPolls()
       const due = soon ? this.lastBeatAt + minGap : this.lastBeatAt + this.intervalMs
       if (now >= due) return
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, due - now)
-        this.wake = () => {
-          clearTimeout(timer)
-          resolve()
-        }
-      })
+      // A kick (or the shutdown) ends the wait early; the loop then works out the next due time.
+      const woken = new AbortController()
+      this.wake = () => woken.abort()
+      await this.pause(due - now, woken.signal)
       this.wake = undefined
     }
   }
@@ -398,8 +413,10 @@ export class WorkerAgent {
     return Math.max(jittered, retryAfter ?? 0)
   }
 
-  private async pause(ms: number): Promise<void> {
-    await sleep(ms, undefined, { signal: this.abort.signal }).catch(() => {})
+  /** Wait `ms` on the clock, less once the agent stops (or `woken` is aborted). */
+  private async pause(ms: number, woken?: AbortSignal): Promise<void> {
+    const signal = woken ? AbortSignal.any([this.abort.signal, woken]) : this.abort.signal
+    await this.clock.sleep(ms, signal).catch(() => {})
   }
 }
 
