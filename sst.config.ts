@@ -21,14 +21,23 @@ export default $config({
     await import("./infra/secrets")
     const storage = await import("./infra/storage")
     const queue = await import("./infra/queue")
-    await import("./infra/schedule")
+    const schedule = await import("./infra/schedule")
     const api = await import("./infra/api")
-    await import("./infra/ticks")
+    const ticks = await import("./infra/ticks")
 
     return {
       api: api.api.url,
       table: storage.table.name,
       queue: queue.queue.url,
+      queueName: queue.queue.nodes.queue.name,
+      // The execution roles of the functions whose passes reach EKS clusters (`clusters: true` in
+      // infra/), for the clusters' access entries. The API's role is its own component's; the
+      // consumer's and the reconcile cron's are their Lambda functions' execution roles.
+      clusterRoles: [
+        api.api.nodes.role.arn,
+        schedule.consumer.nodes.function.apply((fn) => fn.nodes.role.arn),
+        ticks.reconcile.nodes.function.apply((fn) => fn.nodes.role.arn),
+      ],
     }
   },
 })

@@ -12,11 +12,18 @@
  * 30 s timeout: an API call is a few store calls; the longest, a cancel of a large job, kills in pages
  * and leaves the rest to the reconcile pass. 512 MB: Lambda's CPU share grows with memory, and the
  * cold start measured in `npm run bench -- cold-start` is CPU-bound.
+ *
+ * What it uses (`runtime()` in `functions/deps.ts`): the table; the pepper (key and worker credential
+ * hashes, sealed idempotent responses); the schedule queue (a write enqueues a schedule request);
+ * backend secrets and EKS clusters (logs, status and cancels reach the backends' systems).
  */
-import { functionDefaults } from "./functions"
+import { functionArgs } from "./functions"
+import { queue } from "./queue"
+import { pepper } from "./secrets"
+import { table } from "./storage"
 
 export const api = new sst.aws.Function("Api", {
-  ...functionDefaults,
+  ...functionArgs({ link: [table, queue, pepper], secrets: true, clusters: true }),
   handler: "functions/api.handler",
   // CORS, if needed at all (the dashboard is same-origin), is the Hono app's job; URL-level
   // CORS on top would send its headers twice.

@@ -1,8 +1,11 @@
 /**
- * What every Lambda of the app shares: the runtime, the bundle settings, the links, the environment
- * and the permissions. `functions/deps.ts` builds every handler's runtime the same way (the table, the
- * schedule queue, the pepper, the secrets prefix), so each function gets the same set; the wiring test
- * (`test/infra-wiring.test.ts`) holds them to that.
+ * How the app's Lambdas are made: what they all share (the runtime, the bundle settings, the VPC), and
+ * what each is given from what its handler uses, declared beside it (`api.ts`, `schedule.ts`,
+ * `ticks.ts`) with `functionArgs()`: exactly the links named, the secrets prefix and SSM read access
+ * only where backend secrets are read, EKS access only where passes reach clusters. The wiring test
+ * (`test/infra-wiring.test.ts`) holds each function's links and environment to what its handler's
+ * bundle reads (`functions/deps.ts` builds a runtime per kind of handler), and the bundle test runs each
+ * bundle with only its own function's environment.
  *
  * Deploy-time settings, read from the environment of `sst deploy` (all optional):
  *   SWARMPLANE_VPC_SUBNETS          comma-separated private subnet ids: the functions run in the VPC,
@@ -18,9 +21,7 @@
  *                                   `sts:AssumeRole` on exactly those.
  */
 import { bundleSettings, lambdaRuntime } from "./bundle"
-import { queue } from "./queue"
-import { functionEnvironment, pepper, secretsPermissions } from "./secrets"
-import { table } from "./storage"
+import { secretsEnvironment, secretsPermissions } from "./secrets"
 
 const list = (name: string): string[] =>
   (process.env[name] ?? "")
@@ -61,12 +62,25 @@ export const eksPermissions = [
   ...(roles.length ? [{ actions: ["sts:AssumeRole"], resources: roles }] : []),
 ]
 
-/** The settings every function of the app is made with; each adds its handler, timeout and memory. */
-export const functionDefaults = {
-  runtime: lambdaRuntime,
-  nodejs: bundleSettings,
-  link: [table, queue, pepper],
-  environment: functionEnvironment,
-  permissions: [...secretsPermissions, ...eksPermissions],
-  ...(subnets.length ? { vpc: { privateSubnets: subnets, securityGroups } } : {}),
+/** What a function's handler uses, beyond its handler, timeout and memory. */
+export interface Uses {
+  /** The resources its handler reads through SST's `Resource` (in `functions/deps.ts`). */
+  link: sst.aws.FunctionArgs["link"]
+  /** Reads backend secrets (SSH keys, Lepton tokens): the secrets prefix, and `ssm:GetParameter` under it. */
+  secrets: boolean
+  /** Its passes reach EKS clusters: `eks:DescribeCluster` and `sts:AssumeRole` on those the deploy names. */
+  clusters: boolean
+}
+
+/** The settings of a function whose handler uses `uses`; each adds its handler, timeout and memory. */
+export function functionArgs(uses: Uses) {
+  return {
+    runtime: lambdaRuntime,
+    nodejs: bundleSettings,
+    link: uses.link,
+    // A copy each: SST adds its own variables to the object it is given.
+    environment: uses.secrets ? { ...secretsEnvironment } : {},
+    permissions: [...(uses.secrets ? secretsPermissions : []), ...(uses.clusters ? eksPermissions : [])],
+    ...(subnets.length ? { vpc: { privateSubnets: subnets, securityGroups } } : {}),
+  }
 }

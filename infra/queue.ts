@@ -7,11 +7,16 @@
  *   guidance for Lambda event sources), so a message is never redelivered while a consumer
  *   still works on it, even after throttling retries;
  * - a message the consumer reports in `batchItemFailures` becomes visible again after the
- *   visibility timeout, so `maxReceiveCount` (5) receives take about half an hour before the
+ *   visibility timeout, so `maxReceiveCount` (5) receives take about 35 minutes before the
  *   message lands in `ScheduleDlq`, where it is kept 14 days for inspection.
  */
-/** The consumer's timeout, seconds (`infra/schedule.ts`); the queue's visibility timeout is six times it. */
-export const consumerTimeoutS = 60
+import { ScheduleTimeoutMs } from "../functions/timing"
+
+/**
+ * The consumer's timeout, seconds (`infra/schedule.ts`): a pass's lease and a margin
+ * (`functions/timing.ts`, 70 s); the queue's visibility timeout is six times it.
+ */
+export const consumerTimeoutS = ScheduleTimeoutMs / 1000
 
 export const dlq = new sst.aws.Queue("ScheduleDlq", {
   transform: {

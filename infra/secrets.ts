@@ -5,8 +5,9 @@
  * Backend secrets are created by operators, not by this app, one SecureString per name:
  *   aws ssm put-parameter --type SecureString --name /swarmplane/<stage>/secrets/<project>/<name> --value ...
  * Names are scoped by project: a backend config of one project can only name that project's secrets.
- * Functions receive the prefix as `SWARMPLANE_SECRETS_PREFIX` and read-only access to the
- * parameters under it; `functions/deps.ts` resolves names at runtime.
+ * The functions that read them (those whose passes reach a backend's system: the API, the reconcile
+ * tick, the schedule consumer) receive the prefix as `SWARMPLANE_SECRETS_PREFIX` and read-only access
+ * to the parameters under it; `functions/deps.ts` resolves names at runtime.
  */
 
 /** HMAC pepper for API key hashes. Set with `sst secret set ApiPepper <value> --stage <stage>`. */
@@ -21,20 +22,21 @@ export const secretsPrefix = `/swarmplane/${$app.stage}/secrets`
 const region = aws.getRegionOutput().region
 const account = aws.getCallerIdentityOutput().accountId
 const { partition, dnsSuffix } = aws.getPartitionOutput()
-const pathArn = $interpolate`arn:${partition}:ssm:${region}:${account}:parameter${secretsPrefix}`
+/** Every parameter under the prefix (a parameter's ARN is `parameter` followed by its name). */
+const parametersArn = $interpolate`arn:${partition}:ssm:${region}:${account}:parameter${secretsPrefix}/*`
 
 /**
- * IAM statements every function gets: read the parameters under the prefix, nothing else.
- * `GetParametersByPath` is authorised against the path itself (no trailing slash), the other
- * reads against each parameter. SecureStrings encrypted with the default `aws/ssm` key need no
- * extra grant (its key policy allows every principal in the account); the `kms:Decrypt`
- * statement, limited to calls made through SSM, lets an operator switch to a customer managed
- * key whose policy delegates to IAM without redeploying code.
+ * IAM statements of a function that reads backend secrets: `ssm:GetParameter` (the only SSM call
+ * `packages/core/src/secrets/ssm.ts` makes; the wiring test reads it from there) on the parameters
+ * under the prefix, nothing else. SecureStrings encrypted with the default `aws/ssm` key need no
+ * extra grant (its key policy allows every principal in the account); the `kms:Decrypt` statement,
+ * limited to calls made through SSM, lets an operator switch to a customer managed key whose policy
+ * delegates to IAM without redeploying code.
  */
 export const secretsPermissions = [
   {
-    actions: ["ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath"],
-    resources: [pathArn, $interpolate`${pathArn}/*`],
+    actions: ["ssm:GetParameter"],
+    resources: [parametersArn],
   },
   {
     actions: ["kms:Decrypt"],
@@ -49,8 +51,8 @@ export const secretsPermissions = [
   },
 ]
 
-/** Environment every function gets; `functions/deps.ts` is the only reader. */
-export const functionEnvironment = {
+/** Environment of a function that reads backend secrets; `functions/deps.ts` is the only reader. */
+export const secretsEnvironment = {
   SWARMPLANE_STAGE: $app.stage,
   SWARMPLANE_SECRETS_PREFIX: secretsPrefix,
 }

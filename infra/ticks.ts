@@ -1,31 +1,43 @@
 /**
- * Ticks: the reconcile and autoscale crons (EventBridge Scheduler via `sst.aws.CronV2`),
- * DESIGN.md §4.
+ * Ticks: the reconcile and autoscale crons (EventBridge Scheduler via `sst.aws.CronV2`), both every
+ * minute, DESIGN.md §4. Their timeouts are computed from `functions/timing.ts`, the numbers the
+ * handlers run by:
  *
- * - `Reconcile` fires every minute. With active work it keeps ticking every few seconds inside
- *   one invocation; with none it returns after one cheap query. The handler loops until its
- *   deadline minus `IntervalMs + MarginMs` (5 s + 15 s in `functions/reconcile.ts`), so the
- *   timeout is the loop's budget: 80 s gives about 60 s of ticking, handing over to the next
- *   invocation as it fires, with at most ~20 s of overlap when a last pass runs long. A timeout
- *   of several minutes would keep that many loops running side by side (safe, since every
- *   backend is reconciled under a lease, but each extra loop is paid for and polls for nothing).
- * - `Autoscale` fires every minute and does one pass.
+ * - `Reconcile`. With active work it ticks every 5 s (`ReconcileIntervalMs`) inside one invocation;
+ *   with none it returns after one cheap query. A pass holds its backend's lease for up to 60 s
+ *   (`ReconcileLeaseMs`, core's `LeaseTtlMs`) and acts under it until 5 s before it runs out; a Lambda
+ *   killed in the middle of a pass would leave the lease held and the backend unattended until it
+ *   expires. So the loop starts no pass with less than a whole lease and a 10 s margin
+ *   (`EndMarginMs`: the release, the answer, clock skew) left: 70 s (`ReconcilePassBudgetMs`). To go
+ *   on starting passes for the whole minute until the next invocation fires (`ReconcileLoopWindowMs`,
+ *   60 s), the timeout is that window plus the budget:
+ *     60 s window + 60 s lease + 10 s margin = 130 s.
+ *   Invocations overlap by up to 70 s, while the last pass of one finishes; each backend's lease
+ *   keeps two passes off the same backend. A longer timeout would only keep more loops running side by
+ *   side, each paid for and polling for nothing.
+ * - `Autoscale` does one pass per invocation, each backend's under its own 60 s lease
+ *   (`AutoscaleLeaseMs`, core's `AutoscaleLeaseTtlMs`), all side by side from the start. Its timeout is
+ *   that lease and the same margin, 60 s + 10 s = 70 s: the pass is never cut off holding its lease, and an
+ *   invocation ends at most 10 s after the next one starts.
  *
  * No retries anywhere: EventBridge Scheduler's are off (`retries` defaults to 0) and Lambda's
  * own async retries are turned off (`retries: 0` on the function). A failed tick is repaired by
  * the next one a minute later; retrying an old one only adds load.
  *
- * Both are linked to the pepper as well because `functions/deps.ts` builds the same
- * dependencies for every handler.
+ * What they use (`functions/deps.ts`): reconcile, the table, backend secrets and EKS clusters (its
+ * passes reach the backends' systems; `controlRuntime()`); autoscale, the table alone (deployed, only
+ * worker-daemon backends autoscale, and that reaches no backend system; `autoscaleRuntime()`).
  */
-import { functionDefaults } from "./functions"
+import { AutoscaleTimeoutMs, ReconcileTimeoutMs } from "../functions/timing"
+import { functionArgs } from "./functions"
+import { table } from "./storage"
 
 export const reconcile = new sst.aws.CronV2("Reconcile", {
   schedule: "rate(1 minute)",
   function: {
-    ...functionDefaults,
+    ...functionArgs({ link: [table], secrets: true, clusters: true }),
     handler: "functions/reconcile.handler",
-    timeout: "80 seconds",
+    timeout: `${ReconcileTimeoutMs / 1000} seconds`,
     retries: 0,
     memory: "512 MB",
   },
@@ -34,9 +46,9 @@ export const reconcile = new sst.aws.CronV2("Reconcile", {
 export const autoscale = new sst.aws.CronV2("Autoscale", {
   schedule: "rate(1 minute)",
   function: {
-    ...functionDefaults,
+    ...functionArgs({ link: [table], secrets: false, clusters: false }),
     handler: "functions/autoscale.handler",
-    timeout: "2 minutes",
+    timeout: `${AutoscaleTimeoutMs / 1000} seconds`,
     retries: 0,
     memory: "512 MB",
   },

@@ -1,103 +1,111 @@
 /**
  * The infrastructure's wiring, checked without AWS: `sst.config.ts` and `infra/*` run against a
- * recording stand-in for SST's globals (`sst.aws.*`, `sst.Secret`, `aws.*`, `$app`, `$interpolate`,
- * `$config`), and what they made is compared with what the code uses: the table's keys and indexes with
- * the store's own layout, every function's handler with a file that exports it, links and environment
- * with what `functions/deps.ts` reads, the crons with the tick handlers, the queue with its dead-letter
- * queue. (`npm run typecheck:infra` checks the same files against SST's real types.)
+ * recording stand-in for SST's globals (`test/support/sst-stand-in.ts`), and what they made is compared
+ * with what the code uses: the table's keys and indexes with the store's own layout, every function's
+ * handler with a file that exports it, each function's links, environment and SSM permissions with what
+ * its handler's bundle reads, the timeouts with the leases and the crons, the queue with its dead-letter
+ * queue, the outputs. (`npm run typecheck:infra` checks the same files against SST's real types.)
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
-import { join, resolve } from "node:path"
+import { tmpdir } from "node:os"
+import { join, relative, resolve } from "node:path"
+import type { Context, ScheduledEvent } from "aws-lambda"
+import { build } from "esbuild"
 import { afterEach, describe, expect, test, vi } from "vitest"
+import { entryOutput, fromPackage } from "../bench/cold-start/metafile"
+import { sstEsbuildOptions } from "../bench/cold-start/sst-esbuild"
+import * as timing from "../functions/timing"
 import { bundleSettings, lambdaRuntime } from "../infra/bundle"
 import { LeaseTtlMs } from "../packages/core/src/control/reconcile"
+import { AutoscaleLeaseTtlMs } from "../packages/core/src/control/ticks"
 import { tableDefinition } from "../packages/core/src/store/dynamo"
+import { deploy, linkNames } from "./support/sst-stand-in"
 
 const root = resolve(import.meta.dirname, "..")
 
-/** What `infra/functions.ts` reads from the deploy's environment. */
-const DeploySettings = [
-  "SWARMPLANE_VPC_SUBNETS",
-  "SWARMPLANE_VPC_SECURITY_GROUPS",
-  "SWARMPLANE_EKS_CLUSTERS",
-  "SWARMPLANE_EKS_ROLES",
-]
-
-interface Made {
-  kind: string
-  name: string
-  args: Record<string, unknown>
+/** A timeout as infra/ writes it (`"130 seconds"`, `"2 minutes"`), in milliseconds. */
+const ms = (timeout: unknown) => {
+  const [n, unit] = String(timeout).split(" ")
+  return Number(n) * (unit?.startsWith("minute") ? 60_000 : 1000)
 }
 
-/** Install the stand-in; returns what the infra code makes through it. */
-function standIn(stage: string) {
-  const made: Made[] = []
-  const subscriptions: { queue: string; fn: Record<string, unknown>; args: Record<string, unknown> }[] = []
-  const record = (kind: string) =>
-    class {
-      readonly name: string
-      readonly arn: string
-      readonly url: string
-      constructor(name: string, args: Record<string, unknown> = {}) {
-        this.name = name
-        this.arn = `arn:aws:${kind}:us-east-1:123456789012:${name}`
-        this.url = `https://${name}.example`
-        made.push({ kind, name, args })
-      }
-      subscribe(fn: Record<string, unknown>, args: Record<string, unknown> = {}) {
-        subscriptions.push({ queue: this.name, fn, args })
-      }
-    }
-  const globals = {
-    $app: { name: "swarmplane", stage },
-    $config: (config: unknown) => config,
-    $interpolate: (strings: TemplateStringsArray, ...values: unknown[]) =>
-      strings.reduce((out, s, i) => out + s + (i < values.length ? String(values[i]) : ""), ""),
-    aws: {
-      getRegionOutput: () => ({ region: "us-east-1" }),
-      getCallerIdentityOutput: () => ({ accountId: "123456789012" }),
-      getPartitionOutput: () => ({ partition: "aws", dnsSuffix: "amazonaws.com" }),
-    },
-    sst: {
-      Secret: record("secret"),
-      aws: {
-        Dynamo: record("dynamo"),
-        Queue: record("queue"),
-        Function: record("function"),
-        CronV2: record("cron"),
-      },
-    },
-  }
-  for (const [key, value] of Object.entries(globals)) vi.stubGlobal(key, value)
-  return { made, subscriptions }
+/** A schedule's period, from its `rate(...)` expression, in milliseconds. */
+const period = (schedule: unknown) => {
+  const [, n, unit] = /^rate\((\d+) (minutes?|hours?)\)$/.exec(String(schedule)) ?? []
+  expect(n, `a rate() schedule: ${schedule}`).toBeDefined()
+  return Number(n) * (unit!.startsWith("hour") ? 3_600_000 : 60_000)
 }
 
-/** Run the app as `sst deploy --stage <stage>` would, with `env` as the deploy's environment. */
-async function deploy(stage = "test", env: Record<string, string> = {}) {
-  vi.resetModules()
-  for (const name of DeploySettings) vi.stubEnv(name, env[name] ?? "")
-  const recorded = standIn(stage)
-  // By path, so the repo's type-check does not follow it into SST's platform types (that is
-  // `npm run typecheck:infra`'s job).
-  const config = (await import(/* @vite-ignore */ join(root, "sst.config.ts"))).default as {
-    app: (input: { stage: string }) => Record<string, unknown>
-    run: () => Promise<Record<string, unknown>>
+/**
+ * What a handler's code can reach, from its bundle as the deploy builds it (infra/bundle.ts settings):
+ * the text and the inputs of the outputs its entry loads, at import or behind a dynamic `import()`
+ * (esbuild also writes a chunk for every `import()` it parsed, even in code it then dropped; no one
+ * loads those). A bundle holds only what its handler can reach, so the bundle of a handler that never
+ * reaches for the pepper has no `.ApiPepper` in it; minifying keeps property names.
+ */
+const bundles = new Map<string, Promise<{ text: string; inputs: string[] }>>()
+function bundleOf(handler: string) {
+  const entry = join(root, `${handler.split(".")[0]}.ts`)
+  let built = bundles.get(entry)
+  if (!built) {
+    built = build({
+      ...sstEsbuildOptions(bundleSettings, entry, join(tmpdir(), "swarmplane-wiring")),
+      absWorkingDir: root,
+      write: false,
+    }).then(({ metafile, outputFiles }) => {
+      const reached = new Set<string>()
+      const visit = (output: string) => {
+        if (reached.has(output) || !metafile!.outputs[output]) return
+        reached.add(output)
+        for (const i of metafile!.outputs[output]!.imports) if (!i.external) visit(i.path)
+      }
+      visit(entryOutput(metafile!, relative(root, entry)))
+      return {
+        text: outputFiles
+          .filter((f) => reached.has(relative(root, f.path)))
+          .map((f) => f.text)
+          .join("\n"),
+        inputs: [...reached].flatMap((output) => Object.keys(metafile!.outputs[output]!.inputs)),
+      }
+    })
+    bundles.set(entry, built)
   }
-  const app = config.app({ stage })
-  const outputs = await config.run()
-  const one = (kind: string, name: string) => {
-    const found = recorded.made.filter((m) => m.kind === kind && m.name === name)
-    expect(found, `${kind} ${name}`).toHaveLength(1)
-    return found[0]!.args
-  }
-  // Every function of the app, by name: the API, the queue's consumer, the crons' functions.
-  const functions: Record<string, Record<string, unknown>> = {
-    Api: one("function", "Api"),
-    ScheduleConsumer: recorded.subscriptions.find((s) => s.queue === "ScheduleQueue")!.fn,
-    Reconcile: one("cron", "Reconcile").function as Record<string, unknown>,
-    Autoscale: one("cron", "Autoscale").function as Record<string, unknown>,
-  }
-  return { ...recorded, app, outputs, one, functions }
+  return built
+}
+
+/** The links among `linkable` (component names) that `text` reads. */
+const linksIn = (text: string, linkable: string[]) =>
+  [...new Set([...text.matchAll(new RegExp(`\\.(${linkable.join("|")})\\b`, "g"))].map((m) => m[1]!))].sort()
+
+/** The variables of ours that `text` reads. */
+const variablesIn = (text: string) =>
+  [...new Set([...text.matchAll(/\.(SWARMPLANE_[A-Z0-9_]+)\b/g)].map((m) => m[1]!))].sort()
+
+/** What SST can link: the components the app makes that carry properties a handler reads. */
+const linkableKinds = ["dynamo", "queue", "secret"]
+
+/** Variables a handler reads that the infra does not provide, each on purpose. */
+const optional: Record<string, string> = {
+  SWARMPLANE_OPERATOR_PROJECT: "defaults to `default`",
+  SWARMPLANE_LOG_LEVEL: "defaults to the function's own log level",
+  SWARMPLANE_DYNAMODB_ENDPOINT: "tests only",
+  SWARMPLANE_SQS_ENDPOINT: "tests only",
+  SWARMPLANE_SSM_ENDPOINT: "tests only",
+}
+
+/**
+ * The functions whose passes reach EKS clusters, and so get EKS access and are in the `clusterRoles`
+ * output. A table, not read from the code: every function that builds backends has the EKS client in
+ * its bundle, and what matters is which of them call it. The API does (an `eks` backend's logs, status
+ * and cancels), the reconcile tick and the schedule consumer do (their passes); the autoscale tick
+ * builds every backend too but only acts on the ones that autoscale, worker-daemon backends, which
+ * reach no cluster.
+ */
+const ReachesClusters: Record<string, boolean> = {
+  Api: true,
+  ScheduleConsumer: true,
+  Reconcile: true,
+  Autoscale: false,
 }
 
 afterEach(() => {
@@ -190,50 +198,101 @@ describe("the functions", () => {
     }
   })
 
-  test("the crons run the tick handlers every minute; the reconcile function outlives a pass's lease", async () => {
+  test("the crons run the tick handlers every minute, without retries", async () => {
     const { one, functions } = await deploy()
     expect(one("cron", "Reconcile").schedule).toBe("rate(1 minute)")
     expect(one("cron", "Autoscale").schedule).toBe("rate(1 minute)")
-    const seconds = (timeout: unknown) => {
-      const [n, unit] = String(timeout).split(" ")
-      return Number(n) * (unit?.startsWith("minute") ? 60 : 1)
-    }
-    // The tick loop stops 20 s before the deadline (functions/reconcile.ts); a pass holds its lease
-    // for up to 60 s: the function lasts past one whole lease, and the cron's next minute.
-    expect(seconds(functions.Reconcile!.timeout)).toBeGreaterThan(LeaseTtlMs / 1000)
     expect(functions.Reconcile!.retries).toBe(0)
     expect(functions.Autoscale!.retries).toBe(0)
   })
 
-  test("each is linked to exactly what functions/deps.ts reads through SST's Resource, and given the environment it reads", async () => {
-    const { functions, made } = await deploy()
-    const deps = readFileSync(join(root, "functions/deps.ts"), "utf8")
-    const resources = [...new Set([...deps.matchAll(/Resource\.(\w+)\./g)].map((m) => m[1]))].sort()
-    const read = new Set([
-      ...[...deps.matchAll(/\benv\.([A-Z0-9_]+)/g)].map((m) => m[1]!),
-      ...[...deps.matchAll(/endpoint\("([A-Z0-9_]+)"\)/g)].map((m) => m[1]!),
-    ])
-    // Read but not provided by the infra, each on purpose.
-    const optional: Record<string, string> = {
-      SWARMPLANE_OPERATOR_PROJECT: "defaults to `default`",
-      SWARMPLANE_LOG_LEVEL: "defaults to the function's own log level",
-      AWS_LAMBDA_LOG_LEVEL: "set by Lambda itself",
-      SWARMPLANE_DYNAMODB_ENDPOINT: "tests only",
-      SWARMPLANE_SQS_ENDPOINT: "tests only",
-      SWARMPLANE_SSM_ENDPOINT: "tests only",
-    }
-    const linkNames = (f: Record<string, unknown>) => (f.link as { name: string }[]).map((l) => l.name).sort()
-    for (const [name, f] of Object.entries(functions)) {
-      expect(linkNames(f), name).toEqual(resources)
-      const provided = Object.keys(f.environment as Record<string, string>)
-      for (const variable of read)
-        expect(provided.includes(variable) || variable in optional, `${name} reads ${variable}`).toBe(true)
-      // Nothing provided that nobody reads.
-      for (const variable of provided) expect(read.has(variable), `${name} is given ${variable}`).toBe(true)
-    }
-    // The links name things the app makes.
-    expect(resources.every((r) => made.some((m) => m.name === r))).toBe(true)
+  test("each function outlives a whole lease of the passes it runs, and the reconcile function's loop covers the minute until the next cron", async () => {
+    const { one, functions } = await deploy()
+    // The lease lengths infra/ computes with (functions/timing.ts) are core's own.
+    expect(timing.ReconcileLeaseMs).toBe(LeaseTtlMs)
+    expect(timing.AutoscaleLeaseMs).toBe(AutoscaleLeaseTtlMs)
+    expect(timing.EndMarginMs).toBeGreaterThan(0)
+    const cron = period(one("cron", "Reconcile").schedule)
+    expect(period(one("cron", "Autoscale").schedule)).toBe(cron)
+    expect(timing.CronPeriodMs).toBe(cron)
+    expect(timing.ReconcileLoopWindowMs).toBeGreaterThanOrEqual(cron)
+    // Reconcile: passes start for the whole window, the last with a whole lease and the margin left.
+    expect(ms(functions.Reconcile!.timeout)).toBeGreaterThanOrEqual(
+      timing.ReconcileLoopWindowMs + LeaseTtlMs + timing.EndMarginMs,
+    )
+    // Autoscale: one pass per invocation, under its lease. The consumer: passes side by side, each under a lease.
+    expect(ms(functions.Autoscale!.timeout)).toBeGreaterThanOrEqual(AutoscaleLeaseTtlMs + timing.EndMarginMs)
+    expect(ms(functions.ScheduleConsumer!.timeout)).toBeGreaterThanOrEqual(LeaseTtlMs + timing.EndMarginMs)
   })
+
+  test("the reconcile handler, in its function's timeout, starts passes until the next cron fires and none without a whole lease and the margin left", async () => {
+    const { one, functions } = await deploy()
+    const timeoutMs = ms(functions.Reconcile!.timeout)
+    const cron = period(one("cron", "Reconcile").schedule)
+    // Short passes, and passes that use all of their lease (they act until its last 5 s); busy throughout.
+    for (const passMs of [100, LeaseTtlMs - 5_000]) {
+      vi.resetModules()
+      let now = 0
+      const passes: number[] = []
+      const clock = {
+        now: () => now,
+        sleep: async (ms: number) => {
+          now += ms
+        },
+      }
+      vi.doMock("../functions/deps", () => ({ controlRuntime: () => ({ clock }) }))
+      vi.doMock("@swarmplane/core/control/ticks", async (original) => ({
+        ...(await original<typeof import("../packages/core/src/control/ticks")>()),
+        reconcileTick: async () => {
+          passes.push(now)
+          now += passMs
+          return { busy: 1, backends: [] }
+        },
+      }))
+      const { handler } = await import("../functions/reconcile")
+      const answer = await handler(
+        {} as ScheduledEvent,
+        {
+          getRemainingTimeInMillis: () => timeoutMs,
+        } as unknown as Context,
+      )
+      expect(answer.passes, `${passMs} ms passes`).toBe(passes.length)
+      for (const start of passes)
+        expect(timeoutMs - start, `a pass at ${start} ms`).toBeGreaterThanOrEqual(
+          LeaseTtlMs + timing.EndMarginMs,
+        )
+      // The last pass starts within one interval of the next invocation (or, for passes as long as a
+      // lease, the next invocation carries on after the one pass that fits).
+      if (passMs < timing.ReconcileIntervalMs)
+        expect(passes.at(-1)).toBeGreaterThanOrEqual(cron - timing.ReconcileIntervalMs)
+    }
+    vi.doUnmock("../functions/deps")
+    vi.doUnmock("@swarmplane/core/control/ticks")
+  })
+
+  test("each is linked to exactly the resources its handler's bundle reads, and given exactly the variables it reads", async () => {
+    const { functions, made } = await deploy()
+    const linkable = made.filter((m) => linkableKinds.includes(m.kind)).map((m) => m.name)
+    const links: Record<string, string[]> = {}
+    for (const [name, f] of Object.entries(functions)) {
+      const { text } = await bundleOf(String(f.handler))
+      links[name] = linkNames(f)
+      expect(links[name], `${name}: its links against what its handler reads`).toEqual(
+        linksIn(text, linkable),
+      )
+      const provided = Object.keys(f.environment as Record<string, string>).sort()
+      expect(provided, `${name}: its environment against what its handler reads`).toEqual(
+        variablesIn(text).filter((variable) => !(variable in optional)),
+      )
+    }
+    // What that comes to: only the API sends schedule requests and hashes keys.
+    expect(links).toEqual({
+      Api: ["ApiPepper", "ScheduleQueue", "State"],
+      ScheduleConsumer: ["State"],
+      Reconcile: ["State"],
+      Autoscale: ["State"],
+    })
+  }, 60_000)
 
   test("no other deployed code reads the environment: functions/deps.ts is the only place", () => {
     const files = (dir: string): string[] =>
@@ -254,34 +313,42 @@ describe("the functions", () => {
 })
 
 describe("permissions", () => {
-  test("backend secrets: read-only, under this stage's prefix; no EKS access unless the deploy names clusters", async () => {
+  test("backend secrets: only the SSM calls secrets/ssm.ts makes, on this stage's parameters, for exactly the functions whose bundle reads secrets; no EKS access unless the deploy names clusters", async () => {
     const { functions } = await deploy("prod")
+    const ssm = readFileSync(join(root, "packages/core/src/secrets/ssm.ts"), "utf8")
+    const calls = [...ssm.matchAll(/new (\w+)Command\(/g)].map((m) => `ssm:${m[1]}`)
+    expect(calls.length).toBeGreaterThan(0)
+    const reading: string[] = []
     for (const [name, f] of Object.entries(functions)) {
+      const { inputs, text } = await bundleOf(String(f.handler))
       const permissions = f.permissions as { actions: string[]; resources: string[] }[]
+      if (!fromPackage(inputs, "@aws-sdk/client-ssm")) {
+        expect(permissions, name).toEqual([])
+        expect(variablesIn(text), name).not.toContain("SWARMPLANE_SECRETS_PREFIX")
+        continue
+      }
+      reading.push(name)
       expect(
         permissions.flatMap((p) => p.actions),
         name,
-      ).toEqual(["ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath", "kms:Decrypt"])
+      ).toEqual([...calls, "kms:Decrypt"])
       expect(permissions[0]!.resources, name).toEqual([
-        "arn:aws:ssm:us-east-1:123456789012:parameter/swarmplane/prod/secrets",
         "arn:aws:ssm:us-east-1:123456789012:parameter/swarmplane/prod/secrets/*",
       ])
-      expect((f.environment as Record<string, string>).SWARMPLANE_SECRETS_PREFIX).toBe(
+      expect((f.environment as Record<string, string>).SWARMPLANE_SECRETS_PREFIX, name).toBe(
         "/swarmplane/prod/secrets",
       )
       expect(f.vpc, name).toBeUndefined()
     }
-  })
+    expect(reading).toEqual(["Api", "ScheduleConsumer", "Reconcile"])
+  }, 60_000)
 
-  test("named EKS clusters and roles: DescribeCluster on exactly those, AssumeRole on exactly those", async () => {
-    const { functions } = await deploy("prod", {
+  test("named EKS clusters and roles: DescribeCluster and AssumeRole on exactly those, for exactly the functions that reach clusters, whose roles are the clusterRoles output", async () => {
+    const { functions, roles, outputs } = await deploy("prod", {
       SWARMPLANE_EKS_CLUSTERS: "gpu-a, gpu-b",
       SWARMPLANE_EKS_ROLES: "arn:aws:iam::123456789012:role/swarmplane-eks",
     })
-    const permissions = functions.Reconcile!.permissions as { actions: string[]; resources: string[] }[]
-    expect(
-      permissions.filter((p) => p.actions[0]!.startsWith("eks:") || p.actions[0]!.startsWith("sts:")),
-    ).toEqual([
+    const eks = [
       {
         actions: ["eks:DescribeCluster"],
         resources: [
@@ -290,7 +357,20 @@ describe("permissions", () => {
         ],
       },
       { actions: ["sts:AssumeRole"], resources: ["arn:aws:iam::123456789012:role/swarmplane-eks"] },
-    ])
+    ]
+    expect(Object.keys(ReachesClusters).sort()).toEqual(Object.keys(functions).sort())
+    for (const [name, f] of Object.entries(functions)) {
+      const permissions = f.permissions as { actions: string[]; resources: string[] }[]
+      expect(
+        permissions.filter((p) => /^(eks|sts):/.test(p.actions[0]!)),
+        name,
+      ).toEqual(ReachesClusters[name] ? eks : [])
+    }
+    expect(outputs.clusterRoles).toEqual(
+      Object.keys(functions)
+        .filter((name) => ReachesClusters[name])
+        .map((name) => roles[name]),
+    )
   })
 
   test("private subnets and security groups put every function in the VPC; one without the other is refused", async () => {
@@ -306,8 +386,17 @@ describe("permissions", () => {
   })
 })
 
-test("the app's outputs are the API URL, the table and the queue", async () => {
-  const { outputs, app } = await deploy("production")
-  expect(Object.keys(outputs).sort()).toEqual(["api", "queue", "table"])
+test("the app's outputs: the API URL, the table's name, the queue's URL and name, the roles for EKS access entries; production keeps everything", async () => {
+  const { outputs, app, roles } = await deploy("production")
+  expect(Object.keys(outputs).sort()).toEqual(["api", "clusterRoles", "queue", "queueName", "table"])
+  // The stand-in's values: the API's URL, the table's name, the queue's URL and its SQS name.
+  expect(outputs).toMatchObject({
+    api: "https://Api.example",
+    table: "State",
+    queue: "https://ScheduleQueue.example",
+    queueName: "ScheduleQueueName",
+  })
+  expect(outputs.clusterRoles).toEqual([roles.Api, roles.ScheduleConsumer, roles.Reconcile])
   expect(app).toMatchObject({ name: "swarmplane", removal: "retain", home: "aws" })
+  expect((await deploy("prod")).app.removal).toBe("remove")
 })

@@ -1,10 +1,11 @@
 /**
  * The Lambdas as they are deployed: each function bundled with the deploy's settings
  * (`infra/bundle.ts`, for the runtime `infra/` names), its size printed, then imported in a fresh
- * Node process from a folder with no node_modules above it (as in Lambda), with the environment the
- * infrastructure gives it (SST's links as `SST_RESOURCE_*`, the stage and the secrets prefix), pointed
- * at DynamoDB Local and fauxqs, and handed a literal event of its trigger: Function URL requests, an
- * SQS batch, schedule events.
+ * Node process from a folder with no node_modules above it (as in Lambda), with only the environment
+ * the infrastructure gives that function (read from `infra/` run against the recording stand-in of
+ * `test/support/sst-stand-in.ts`: its links as `SST_RESOURCE_*`, its variables), pointed at DynamoDB
+ * Local and fauxqs, and handed a literal event of its trigger: Function URL requests, an SQS batch,
+ * schedule events. A handler that reads a link its function is not given fails here.
  */
 import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -16,11 +17,13 @@ import { ensureQueues, SqsQueue } from "@swarmplane/core/queue/sqs"
 import { createRuntime } from "@swarmplane/core/runtime"
 import { DynamoStore, ensureTable } from "@swarmplane/core/store/dynamo"
 import { silentLogger } from "@swarmplane/core/util/logger"
-import { afterAll, beforeAll, describe, expect, test } from "vitest"
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest"
 import { type Built, buildHandler, lambdaEntries } from "../bench/cold-start"
+import { ReconcilePassBudgetMs } from "../functions/timing"
 import { bundleSettings, lambdaRuntime } from "../infra/bundle"
 import { dynamoClient, javaAvailable, startDynamoLocal } from "./support/dynamo"
 import { sqsClient, startFauxqs } from "./support/fauxqs"
+import { deploy, type Linked } from "./support/sst-stand-in"
 
 const run = promisify(execFile)
 const Table = "bundles-test"
@@ -85,7 +88,8 @@ describe.runIf(javaAvailable())("bundled Lambdas on DynamoDB Local and fauxqs", 
   const servers: { stop(): Promise<void> }[] = []
   const dir = mkdtempSync(join(tmpdir(), "swarmplane-lambda-bundles-"))
   const built: Record<string, Built> = {}
-  let env: Record<string, string> = {}
+  /** Each bundle's environment: what Lambda sets, the test's endpoints, and what infra/ gives its function. */
+  const env: Record<string, Record<string, string>> = {}
   let queueUrl = ""
   let sqsEndpoint = ""
   let adminKey = ""
@@ -100,21 +104,49 @@ describe.runIf(javaAvailable())("bundled Lambdas on DynamoDB Local and fauxqs", 
     queueUrl = (
       await ensureQueues(sqsClient(fauxqs.endpoint), { name: Table, maxReceiveCount: 5, visibilityS: 360 })
     ).queueUrl
-    // What infra/ gives every function (infra/functions.ts, infra/secrets.ts), and what Lambda sets.
-    env = {
+    // What Lambda sets, and where this test's DynamoDB and SQS are.
+    const lambda = {
       PATH: process.env.PATH ?? "",
       AWS_REGION: "us-east-1",
       AWS_ACCESS_KEY_ID: "test",
       AWS_SECRET_ACCESS_KEY: "test",
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
       AWS_LAMBDA_LOG_LEVEL: "WARN",
-      SWARMPLANE_STAGE: "test",
-      SWARMPLANE_SECRETS_PREFIX: "/swarmplane/test/secrets",
-      SST_RESOURCE_State: JSON.stringify({ name: Table, type: "sst.aws.Dynamo" }),
-      SST_RESOURCE_ScheduleQueue: JSON.stringify({ url: queueUrl, type: "sst.aws.Queue" }),
-      SST_RESOURCE_ApiPepper: JSON.stringify({ value: Pepper, type: "sst.sst.Secret" }),
       SWARMPLANE_DYNAMODB_ENDPOINT: dynamo.endpoint,
       SWARMPLANE_SQS_ENDPOINT: fauxqs.endpoint,
+    }
+    // This test's counterpart of each component a function can be linked to: its link's properties.
+    const local: Record<string, Record<string, string>> = {
+      State: { name: Table, type: "sst.aws.Dynamo" },
+      ScheduleQueue: { url: queueUrl, type: "sst.aws.Queue" },
+      ApiPepper: { value: Pepper, type: "sst.sst.Secret" },
+    }
+    // What infra/ gives each function: its links (SST sets SST_RESOURCE_App in every function) and
+    // its variables, by the handler file it runs.
+    try {
+      const { functions } = await deploy("test")
+      for (const [name, entry] of Object.entries(lambdaEntries)) {
+        const fn = Object.values(functions).find((f) =>
+          entry.endsWith(`${String(f.handler).split(".")[0]}.ts`),
+        )
+        if (!fn) throw new Error(`no function of infra/ runs ${entry}`)
+        const links = (fn.link ?? []) as Linked[]
+        env[name] = {
+          ...lambda,
+          SST_RESOURCE_App: JSON.stringify({ name: "swarmplane", stage: "test" }),
+          ...Object.fromEntries(
+            links.map((link) => {
+              if (!local[link.name])
+                throw new Error(`${name} is linked to ${link.name}, which this test has no counterpart of`)
+              return [`SST_RESOURCE_${link.name}`, JSON.stringify(local[link.name])]
+            }),
+          ),
+          ...(fn.environment as Record<string, string>),
+        }
+      }
+    } finally {
+      vi.unstubAllGlobals()
+      vi.unstubAllEnvs()
     }
     const rt = createRuntime({
       store: DynamoStore({ client: dynamoClient(dynamo.endpoint), tableName: Table }),
@@ -147,7 +179,7 @@ describe.runIf(javaAvailable())("bundled Lambdas on DynamoDB Local and fauxqs", 
     const { stdout } = await run(
       process.execPath,
       ["--input-type=module", "-e", invoke, built[name]!.file, JSON.stringify(events), String(remainingMs)],
-      { cwd: dir, env, timeout: 90_000 },
+      { cwd: dir, env: env[name], timeout: 90_000 },
     )
     const lines = stdout.split("\n").filter(Boolean)
     const answers = lines.find((l) => l.startsWith("@@answers "))
@@ -241,10 +273,20 @@ describe.runIf(javaAvailable())("bundled Lambdas on DynamoDB Local and fauxqs", 
   test("the ticks answer schedule events: a reconcile pass over the backend with the job, an autoscale pass", {
     timeout: 120_000,
   }, async () => {
-    // 20 s left: the tick loop stops 20 s before the deadline, so this is one pass.
-    const [reconcile] = await call("reconcile", [scheduled], 20_000)
+    // Less left than a pass may take (its lease and the margin) after the next interval: one pass.
+    const [reconcile] = await call("reconcile", [scheduled], ReconcilePassBudgetMs)
     expect(reconcile).toEqual({ passes: 1, busy: 1, backends: 1 })
     const [autoscale] = await call("autoscale", [scheduled])
     expect(autoscale).toEqual({ busy: 0, backends: 1 })
+    // With only what their functions are given: the table; no queue, no pepper; secrets for reconcile.
+    const given = (name: string) =>
+      Object.keys(env[name]!).filter((k) => /^SST_RESOURCE_|^SWARMPLANE_S[TE]/.test(k))
+    expect(given("reconcile").sort()).toEqual([
+      "SST_RESOURCE_App",
+      "SST_RESOURCE_State",
+      "SWARMPLANE_SECRETS_PREFIX",
+      "SWARMPLANE_STAGE",
+    ])
+    expect(given("autoscale").sort()).toEqual(["SST_RESOURCE_App", "SST_RESOURCE_State"])
   })
 })

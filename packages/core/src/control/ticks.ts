@@ -85,6 +85,9 @@ export function reconcileTick(
   return eachBackend(rt, (record, backend) => reconcilePass(rt, record, owner, backend))
 }
 
+/** How long an autoscale pass holds its backend's `autoscale` lease. */
+export const AutoscaleLeaseTtlMs = 60_000
+
 /** One autoscale pass over every backend that autoscales and has scale groups. */
 export function autoscaleTick(
   rt: ControlDeps,
@@ -102,7 +105,13 @@ export function autoscaleTick(
         transitions: 0,
       }
       if (!autoscales(backend) || !backend.descriptor.scaleGroups.length) return report
-      const lease = await rt.repos.leases.acquire(record.project, record.id, "autoscale", owner, 60_000)
+      const lease = await rt.repos.leases.acquire(
+        record.project,
+        record.id,
+        "autoscale",
+        owner,
+        AutoscaleLeaseTtlMs,
+      )
       if (!lease) return report
       try {
         const work = await readSnapshot(rt, record)
@@ -119,6 +128,8 @@ export function autoscaleTick(
 /**
  * Repeat `tick` every `intervalMs` while it reports busy backends, until `deadlineMs` (clock time) is
  * near; return after one pass when idle. This is how a once-a-minute cron gets a cadence of seconds.
+ * No pass after the first starts with less than `marginMs` left before the deadline: give it the time a
+ * pass may take (its lease, and a margin to release it), so no pass is cut off holding its lease.
  */
 export async function tickWhileBusy(
   rt: ControlDeps,

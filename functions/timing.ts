@@ -1,0 +1,44 @@
+/**
+ * How long each deployed function may run, from the leases its passes hold and the crons' period. The
+ * handlers loop by these numbers and `infra/` computes the functions' timeouts from them (the
+ * arithmetic is explained in `infra/ticks.ts`), so the two cannot disagree.
+ *
+ * Plain data with no imports: `infra/` is type-checked against SST's types alone and bundled by SST
+ * into its deploy-time program, so it cannot import core's control code (that would take in the
+ * backends, ssh2 and the SDKs). The lease lengths are therefore restated here, and
+ * `test/infra-wiring.test.ts` holds them equal to core's own: `LeaseTtlMs`
+ * (`packages/core/src/control/reconcile.ts`) and `AutoscaleLeaseTtlMs` (`control/ticks.ts`).
+ */
+
+/** The crons fire this often (`rate(1 minute)` in `infra/ticks.ts`). */
+export const CronPeriodMs = 60_000
+
+/** A reconcile pass's lease (core's `LeaseTtlMs`); passes of the schedule consumer take the same. */
+export const ReconcileLeaseMs = 60_000
+
+/** An autoscale pass's lease (core's `AutoscaleLeaseTtlMs`). */
+export const AutoscaleLeaseMs = 60_000
+
+/**
+ * Time kept after a pass's lease has run out: its release (a read and a write), the handler's answer,
+ * and the difference between Lambda's clock and the store's.
+ */
+export const EndMarginMs = 10_000
+
+/** The reconcile loop's pause between passes while there is work. */
+export const ReconcileIntervalMs = 5_000
+
+/** The reconcile loop starts passes for one cron period; then the next minute's invocation does. */
+export const ReconcileLoopWindowMs = CronPeriodMs
+
+/** No reconcile pass starts with less than this left of the invocation: a whole lease and the margin. */
+export const ReconcilePassBudgetMs = ReconcileLeaseMs + EndMarginMs
+
+/** The reconcile function's timeout: passes start for the whole window, and the last one ends in time. */
+export const ReconcileTimeoutMs = ReconcileLoopWindowMs + ReconcilePassBudgetMs
+
+/** The autoscale function's timeout: its one pass, under one lease, and the margin. */
+export const AutoscaleTimeoutMs = AutoscaleLeaseMs + EndMarginMs
+
+/** The schedule consumer's timeout: its passes (one per backend, side by side), under one lease, and the margin. */
+export const ScheduleTimeoutMs = ReconcileLeaseMs + EndMarginMs
