@@ -23,7 +23,7 @@ export default $config({
     const queue = await import("./infra/queue")
     const schedule = await import("./infra/schedule")
     const api = await import("./infra/api")
-    const ticks = await import("./infra/ticks")
+    await import("./infra/ticks")
 
     return {
       api: api.api.url,
@@ -32,11 +32,10 @@ export default $config({
       queueName: queue.queue.nodes.queue.name,
       // The execution roles of the functions whose passes reach EKS clusters (`clusters: true` in
       // infra/), for the clusters' access entries. The API's role is its own component's; the
-      // consumer's and the reconcile cron's are their Lambda functions' execution roles.
+      // consumer's is its Lambda function's execution role. (The reconcile cron runs no pass.)
       clusterRoles: [
         api.api.nodes.role.arn,
         schedule.consumer.nodes.function.apply((fn) => fn.nodes.role.arn),
-        ticks.reconcile.nodes.function.apply((fn) => fn.nodes.role.arn),
       ],
     }
   },

@@ -34,7 +34,7 @@ const TasksPerJob = 10
 const TasksPerWorker = 10
 const MeasuredActive = 1_000
 
-/** Cadences, from the code: the heartbeat's default (`heartbeatIntervalS`), the tick loop's pause. */
+/** Cadences, from the code: the heartbeat's default (`heartbeatIntervalS`), a busy backend's ticks. */
 const HeartbeatS = 5
 /** A backend's `heartbeatIntervalS` can be up to 300: the same month at 30 s. */
 const SlowerHeartbeatS = 30
@@ -223,11 +223,12 @@ export async function main(): Promise<void> {
     // Of every worker's heartbeats, those that carry news: each job's take, RUNNING and SUCCEEDED.
     const newsBeats = 3 * jobs
     const steadyBeats = Math.max(0, heartbeats - newsBeats)
-    // Passes: the tick loop's, and one per schedule message (each job's), but never two at once per
-    // backend (the lease): at most one a pass-duration.
-    const tickPasses = SecondsPerMonth / (TickPauseS + PassS)
+    // Passes: a tick every TickPauseS (the reconcile cron sends them, the consumer runs them), and one
+    // per schedule message (each job's), but never two at once per backend (the lease): at most one a
+    // pass-duration.
+    const ticks = SecondsPerMonth / TickPauseS
     const scheduleInvocations = jobs * m.messages
-    const passes = Math.min(tickPasses + scheduleInvocations, SecondsPerMonth / PassS)
+    const passes = Math.min(ticks + scheduleInvocations, SecondsPerMonth / PassS)
     const life = {
       rcu: m.submit.rcu + m.take.rcu + m.running.rcu + m.succeeded.rcu,
       wcu: m.submit.wcu + m.place.wcu + m.take.wcu + m.running.wcu + m.succeeded.wcu,
@@ -255,14 +256,16 @@ export async function main(): Promise<void> {
       wru: sources.reduce((n, [, , w]) => n + w, 0),
     }
     // Each job: one message sent by the API, received and deleted by the consumer's poller (batches of
-    // up to 10: counted as one each, the upper bound).
-    const sqsRequests = jobs * m.messages * 3
+    // up to 10: counted as one each, the upper bound). Each tick: received and deleted, sent 10 a call.
+    const sqsRequests = jobs * m.messages * 3 + ticks * (2 + 1 / 10)
     const apiCalls = jobs + heartbeats
-    // The reconcile cron fires every minute and runs for its budget (~80 s) while there is work.
+    // The reconcile cron fires every minute and only sends the minute's ticks (about a second); each
+    // tick is a consumer invocation of one pass.
     const reconcileInvocations = SecondsPerMonth / 60
     const gbSeconds =
-      LambdaGb * (apiCalls * ApiRequestS + scheduleInvocations * ScheduleBatchS + reconcileInvocations * 80)
-    const lambdaRequests = apiCalls + scheduleInvocations + 2 * reconcileInvocations
+      LambdaGb *
+      (apiCalls * ApiRequestS + (scheduleInvocations + ticks) * ScheduleBatchS + reconcileInvocations * 1)
+    const lambdaRequests = apiCalls + scheduleInvocations + ticks + 2 * reconcileInvocations
     const rows: [string, string, number][] = [
       ...sources.map(([name, rru, wru]): [string, string, number] => [
         `DynamoDB: ${name}`,

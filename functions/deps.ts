@@ -6,7 +6,8 @@
  *
  *   runtime()           the API (and scripts/bootstrap.ts): the table, the pepper, the schedule queue
  *                       (its link read on the first send) and backend secrets
- *   controlRuntime()    the reconcile tick and the schedule consumer: the table and backend secrets
+ *   tickRuntime()       the reconcile cron: the table and the schedule queue (it fans the passes out)
+ *   controlRuntime()    the schedule consumer (every pass): the table and backend secrets
  *   autoscaleRuntime()  the autoscale tick: the table (deployed, only worker-daemon backends autoscale,
  *                       and no provider of theirs reads a secret)
  *
@@ -37,6 +38,7 @@ type Env = NodeJS.ProcessEnv
 let api: Runtime | undefined
 let control: ControlDeps | undefined
 let scaling: ControlDeps | undefined
+let ticks: Runtime | undefined
 
 const endpoint = (url: string | undefined) => (url ? { endpoint: url } : {})
 
@@ -75,7 +77,7 @@ function scheduleQueue(env: Env): ScheduleQueue {
       queueUrl: Resource.ScheduleQueue.url,
     }))
   return {
-    send: async (requests) => queue().send(requests),
+    send: async (requests, delaysS) => queue().send(requests, delaysS),
     receive: async (options) => queue().receive(options),
     delete: async (receipts) => queue().delete(receipts),
     release: async (receipt) => queue().release(receipt),
@@ -115,7 +117,21 @@ export function runtime(env: Env = process.env): Runtime {
   return api
 }
 
-/** The reconcile tick's and the schedule consumer's: passes that reach the backends' systems. */
+/**
+ * The reconcile cron's: it sends each backend with work its ticks as schedule requests (the table and
+ * the queue); the passes themselves run in the schedule consumer, so it reaches no backend's system.
+ */
+export function tickRuntime(env: Env = process.env): Runtime {
+  ticks ??= createRuntime({
+    ...common(env),
+    queue: scheduleQueue(env),
+    pepper: noPepper(),
+    secrets: { get: notGiven("backend secrets") },
+  })
+  return ticks
+}
+
+/** The schedule consumer's: passes that reach the backends' systems. */
 export function controlRuntime(env: Env = process.env): ControlDeps {
   control ??= createRuntime({
     ...common(env),
@@ -139,5 +155,5 @@ export function autoscaleRuntime(env: Env = process.env): ControlDeps {
 
 /** Forget the cached runtimes (tests that change the environment between cases). */
 export function resetRuntime(): void {
-  api = control = scaling = undefined
+  api = control = scaling = ticks = undefined
 }

@@ -185,14 +185,14 @@ describe("tick handlers", () => {
     expect(await autoscale.handler(scheduled)).toEqual({ busy: 0, backends: 1 })
   })
 
-  test("reconcile returns after one pass when nothing is active", async () => {
+  test("reconcile sends no tick when nothing is active", async () => {
     const { handler } = await import("./reconcile")
     const { handler: api } = await import("./api")
     const ctx = lambdaContext as unknown as LambdaContext
     const jobs = JSON.parse((await api(httpEvent("GET", "/v1/jobs", { key: adminKey }), ctx)).body).items
     for (const j of jobs) await api(httpEvent("POST", `/v1/jobs/${j.id}/cancel`, { key: adminKey }), ctx)
-    // A minute left: a busy control plane would tick again; an idle one returns after one pass.
-    expect(await handler(scheduled, lambdaContext)).toEqual({ passes: 1, busy: 0, backends: 1 })
+    // A backend with work would get its ticks for the minute as schedule requests; an idle one none.
+    expect(await handler(scheduled)).toEqual({ sent: 0, busy: 0, backends: 1 })
   })
 })
 

@@ -13,7 +13,7 @@
 /** The crons fire this often (`rate(1 minute)` in `infra/ticks.ts`). */
 export const CronPeriodMs = 60_000
 
-/** A reconcile pass's lease (core's `LeaseTtlMs`); passes of the schedule consumer take the same. */
+/** A reconcile pass's lease (core's `LeaseTtlMs`): every pass runs in the schedule consumer. */
 export const ReconcileLeaseMs = 60_000
 
 /** An autoscale pass's lease (core's `AutoscaleLeaseTtlMs`). */
@@ -25,17 +25,18 @@ export const AutoscaleLeaseMs = 60_000
  */
 export const EndMarginMs = 10_000
 
-/** The reconcile loop's pause between passes while there is work. */
+/** A backend with work gets a pass this often: the delay between the ticks the reconcile cron sends it. */
 export const ReconcileIntervalMs = 5_000
 
-/** The reconcile loop starts passes for one cron period; then the next minute's invocation does. */
-export const ReconcileLoopWindowMs = CronPeriodMs
+/** The reconcile cron sends each backend its ticks for this long ahead: until the next cron sends more. */
+export const ReconcileWindowMs = CronPeriodMs
 
-/** No reconcile pass starts with less than this left of the invocation: a whole lease and the margin. */
-export const ReconcilePassBudgetMs = ReconcileLeaseMs + EndMarginMs
-
-/** The reconcile function's timeout: passes start for the whole window, and the last one ends in time. */
-export const ReconcileTimeoutMs = ReconcileLoopWindowMs + ReconcilePassBudgetMs
+/**
+ * The reconcile function's timeout. It runs no pass (the consumer does, under their leases): it lists
+ * the backends, asks each whether it has work (a query or two) and sends its ticks, 10 to a call. A
+ * minute covers thousands of backends, and it ends before the next cron fires.
+ */
+export const ReconcileTimeoutMs = CronPeriodMs
 
 /** The autoscale function's timeout: its one pass, under one lease, and the margin. */
 export const AutoscaleTimeoutMs = AutoscaleLeaseMs + EndMarginMs

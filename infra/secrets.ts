@@ -5,8 +5,8 @@
  * Backend secrets are created by operators, not by this app, one SecureString per name:
  *   aws ssm put-parameter --type SecureString --name /swarmplane/<stage>/secrets/<project>/<name> --value ...
  * Names are scoped by project: a backend config of one project can only name that project's secrets.
- * The functions that read them (those whose passes reach a backend's system: the API, the reconcile
- * tick, the schedule consumer) receive the prefix as `SWARMPLANE_SECRETS_PREFIX` and read-only access
+ * The functions that read them (those that reach a backend's system: the API and the schedule
+ * consumer, which runs every pass) receive the prefix as `SWARMPLANE_SECRETS_PREFIX` and read-only access
  * to the parameters under it; `functions/deps.ts` resolves names at runtime.
  */
 

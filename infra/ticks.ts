@@ -3,18 +3,14 @@
  * minute, DESIGN.md §4. Their timeouts are computed from `functions/timing.ts`, the numbers the
  * handlers run by:
  *
- * - `Reconcile`. With active work it ticks every 5 s (`ReconcileIntervalMs`) inside one invocation;
- *   with none it returns after one cheap query. A pass holds its backend's lease for up to 60 s
- *   (`ReconcileLeaseMs`, core's `LeaseTtlMs`) and acts under it until 5 s before it runs out; a Lambda
- *   killed in the middle of a pass would leave the lease held and the backend unattended until it
- *   expires. So the loop starts no pass with less than a whole lease and a 10 s margin
- *   (`EndMarginMs`: the release, the answer, clock skew) left: 70 s (`ReconcilePassBudgetMs`). To go
- *   on starting passes for the whole minute until the next invocation fires (`ReconcileLoopWindowMs`,
- *   60 s), the timeout is that window plus the budget:
- *     60 s window + 60 s lease + 10 s margin = 130 s.
- *   Invocations overlap by up to 70 s, while the last pass of one finishes; each backend's lease
- *   keeps two passes off the same backend. A longer timeout would only keep more loops running side by
- *   side, each paid for and polling for nothing.
+ * - `Reconcile` fans the passes out instead of running them: each backend with work gets its ticks
+ *   for the coming minute as schedule requests, one every 5 s (`ReconcileIntervalMs`), held back by
+ *   the queue (`DelaySeconds`) until due; the schedule consumer runs them, one pass per backend per
+ *   batch, under the backend's 60 s lease (its timeout, `ScheduleTimeoutMs`, is that lease and a
+ *   margin). So each backend is passed over at its own pace in as many consumer invocations as the
+ *   queue's depth calls for: a slow backend (an SSH round trip, a stalled API) holds up no other, and no
+ *   invocation is paid for sleeping between passes. The reconcile function itself lists the backends,
+ *   asks each whether it has work and sends the ticks; its timeout is the cron's period, 60 s.
  * - `Autoscale` does one pass per invocation, each backend's under its own 60 s lease
  *   (`AutoscaleLeaseMs`, core's `AutoscaleLeaseTtlMs`), all side by side from the start. Its timeout is
  *   that lease and the same margin, 60 s + 10 s = 70 s: the pass is never cut off holding its lease, and an
@@ -22,20 +18,22 @@
  *
  * No retries anywhere: EventBridge Scheduler's are off (`retries` defaults to 0) and Lambda's
  * own async retries are turned off (`retries: 0` on the function). A failed tick is repaired by
- * the next one a minute later; retrying an old one only adds load.
+ * the next one a minute later; retrying an old one only adds load. A tick request whose pass fails is
+ * not retried by the consumer either (the next is 5 s away).
  *
- * What they use (`functions/deps.ts`): reconcile, the table, backend secrets and EKS clusters (its
- * passes reach the backends' systems; `controlRuntime()`); autoscale, the table alone (deployed, only
- * worker-daemon backends autoscale, and that reaches no backend system; `autoscaleRuntime()`).
+ * What they use (`functions/deps.ts`): reconcile, the table and the queue (`tickRuntime()`); autoscale,
+ * the table alone (deployed, only worker-daemon backends autoscale, and that reaches no backend system;
+ * `autoscaleRuntime()`). The passes' backend secrets and EKS access are the consumer's.
  */
 import { AutoscaleTimeoutMs, ReconcileTimeoutMs } from "../functions/timing"
 import { functionArgs } from "./functions"
+import { queue } from "./queue"
 import { table } from "./storage"
 
 export const reconcile = new sst.aws.CronV2("Reconcile", {
   schedule: "rate(1 minute)",
   function: {
-    ...functionArgs({ link: [table], secrets: true, clusters: true }),
+    ...functionArgs({ link: [table, queue], secrets: false, clusters: false }),
     handler: "functions/reconcile.handler",
     timeout: `${ReconcileTimeoutMs / 1000} seconds`,
     retries: 0,

@@ -9,7 +9,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, relative, resolve } from "node:path"
-import type { Context, ScheduledEvent } from "aws-lambda"
+import type { ScheduledEvent } from "aws-lambda"
 import { build } from "esbuild"
 import { afterEach, describe, expect, test, vi } from "vitest"
 import { entryOutput, fromPackage } from "../bench/cold-start/metafile"
@@ -97,14 +97,14 @@ const optional: Record<string, string> = {
  * The functions whose passes reach EKS clusters, and so get EKS access and are in the `clusterRoles`
  * output. A table, not read from the code: every function that builds backends has the EKS client in
  * its bundle, and what matters is which of them call it. The API does (an `eks` backend's logs, status
- * and cancels), the reconcile tick and the schedule consumer do (their passes); the autoscale tick
- * builds every backend too but only acts on the ones that autoscale, worker-daemon backends, which
- * reach no cluster.
+ * and cancels), the schedule consumer does (it runs every pass); the reconcile cron only asks each
+ * backend whether it has work and sends its ticks, and the autoscale tick acts only on backends that
+ * autoscale, worker-daemon backends, which reach no cluster.
  */
 const ReachesClusters: Record<string, boolean> = {
   Api: true,
   ScheduleConsumer: true,
-  Reconcile: true,
+  Reconcile: false,
   Autoscale: false,
 }
 
@@ -206,7 +206,7 @@ describe("the functions", () => {
     expect(functions.Autoscale!.retries).toBe(0)
   })
 
-  test("each function outlives a whole lease of the passes it runs, and the reconcile function's loop covers the minute until the next cron", async () => {
+  test("each function outlives a whole lease of the passes it runs; the reconcile cron's ticks cover the minute until the next", async () => {
     const { one, functions } = await deploy()
     // The lease lengths infra/ computes with (functions/timing.ts) are core's own.
     expect(timing.ReconcileLeaseMs).toBe(LeaseTtlMs)
@@ -215,59 +215,48 @@ describe("the functions", () => {
     const cron = period(one("cron", "Reconcile").schedule)
     expect(period(one("cron", "Autoscale").schedule)).toBe(cron)
     expect(timing.CronPeriodMs).toBe(cron)
-    expect(timing.ReconcileLoopWindowMs).toBeGreaterThanOrEqual(cron)
-    // Reconcile: passes start for the whole window, the last with a whole lease and the margin left.
-    expect(ms(functions.Reconcile!.timeout)).toBeGreaterThanOrEqual(
-      timing.ReconcileLoopWindowMs + LeaseTtlMs + timing.EndMarginMs,
-    )
-    // Autoscale: one pass per invocation, under its lease. The consumer: passes side by side, each under a lease.
+    expect(timing.ReconcileWindowMs).toBeGreaterThanOrEqual(cron)
+    // Reconcile runs no pass; it ends before the next cron fires.
+    expect(ms(functions.Reconcile!.timeout)).toBeLessThanOrEqual(cron)
+    // Autoscale: one pass per invocation, under its lease. The consumer (every reconcile pass): passes
+    // side by side, each under a lease.
     expect(ms(functions.Autoscale!.timeout)).toBeGreaterThanOrEqual(AutoscaleLeaseTtlMs + timing.EndMarginMs)
     expect(ms(functions.ScheduleConsumer!.timeout)).toBeGreaterThanOrEqual(LeaseTtlMs + timing.EndMarginMs)
   })
 
-  test("the reconcile handler, in its function's timeout, starts passes until the next cron fires and none without a whole lease and the margin left", async () => {
-    const { one, functions } = await deploy()
-    const timeoutMs = ms(functions.Reconcile!.timeout)
+  test("the reconcile handler sends each backend with work a tick every 5 s until the next cron fires, through the queue, and runs no pass", async () => {
+    const { one } = await deploy()
     const cron = period(one("cron", "Reconcile").schedule)
-    // Short passes, and passes that use all of their lease (they act until its last 5 s); busy throughout.
-    for (const passMs of [100, LeaseTtlMs - 5_000]) {
-      vi.resetModules()
-      let now = 0
-      const passes: number[] = []
-      const clock = {
-        now: () => now,
-        sleep: async (ms: number) => {
-          now += ms
-        },
-      }
-      vi.doMock("../functions/deps", () => ({ controlRuntime: () => ({ clock }) }))
-      vi.doMock("@swarmplane/core/control/ticks", async (original) => ({
-        ...(await original<typeof import("../packages/core/src/control/ticks")>()),
-        reconcileTick: async () => {
-          passes.push(now)
-          now += passMs
-          return { busy: 1, backends: [] }
-        },
-      }))
-      const { handler } = await import("../functions/reconcile")
-      const answer = await handler(
-        {} as ScheduledEvent,
-        {
-          getRemainingTimeInMillis: () => timeoutMs,
-        } as unknown as Context,
-      )
-      expect(answer.passes, `${passMs} ms passes`).toBe(passes.length)
-      for (const start of passes)
-        expect(timeoutMs - start, `a pass at ${start} ms`).toBeGreaterThanOrEqual(
-          LeaseTtlMs + timing.EndMarginMs,
-        )
-      // The last pass starts within one interval of the next invocation (or, for passes as long as a
-      // lease, the next invocation carries on after the one pass that fits).
-      if (passMs < timing.ReconcileIntervalMs)
-        expect(passes.at(-1)).toBeGreaterThanOrEqual(cron - timing.ReconcileIntervalMs)
+    vi.resetModules()
+    const { memoryRuntime } = await import("../packages/core/src/control/testing/runtime")
+    const { BackendConfig } = await import("../packages/core/src/model/backend")
+    const { JobSpec } = await import("../packages/core/src/model/job")
+    const { rt, clock } = memoryRuntime()
+    await rt.repos.backends.put("p", "busy", BackendConfig.parse({ type: "workers" }))
+    await rt.repos.backends.put("p", "idle", BackendConfig.parse({ type: "workers" }))
+    await rt.transitions.jobs.create("p", "job-1", JobSpec.parse({ command: ["true"], tasks: 1 }), "busy")
+    const leases: string[] = []
+    const acquire = rt.repos.leases.acquire.bind(rt.repos.leases)
+    rt.repos.leases.acquire = async (...args) => {
+      leases.push(args[2])
+      return acquire(...args)
     }
-    vi.doUnmock("../functions/deps")
-    vi.doUnmock("@swarmplane/core/control/ticks")
+    vi.doMock("../functions/deps", () => ({ tickRuntime: () => rt }))
+    try {
+      const { handler } = await import("../functions/reconcile")
+      const answer = await handler({} as ScheduledEvent)
+      expect(answer).toEqual({ sent: 12, busy: 1, backends: 2 })
+      const due = (rt.queue as import("../packages/core/src/queue/memory").MemoryQueue)
+        .pending()
+        .map((m) => m.visibleAt - clock.now())
+      // One tick every interval, the first at once, the last within one interval of the next cron.
+      expect(due).toEqual(Array.from({ length: 12 }, (_, i) => i * timing.ReconcileIntervalMs))
+      expect(due.at(-1)).toBeGreaterThanOrEqual(cron - timing.ReconcileIntervalMs)
+      expect(due.at(-1)).toBeLessThan(cron)
+      expect(leases).toEqual([])
+    } finally {
+      vi.doUnmock("../functions/deps")
+    }
   })
 
   test("each is linked to exactly the resources its handler's bundle reads, and given exactly the variables it reads", async () => {
@@ -285,11 +274,11 @@ describe("the functions", () => {
         variablesIn(text).filter((variable) => !(variable in optional)),
       )
     }
-    // What that comes to: only the API sends schedule requests and hashes keys.
+    // What that comes to: only the API hashes keys; the API and the reconcile cron send schedule requests.
     expect(links).toEqual({
       Api: ["ApiPepper", "ScheduleQueue", "State"],
       ScheduleConsumer: ["State"],
-      Reconcile: ["State"],
+      Reconcile: ["ScheduleQueue", "State"],
       Autoscale: ["State"],
     })
   }, 60_000)
@@ -340,7 +329,7 @@ describe("permissions", () => {
       )
       expect(f.vpc, name).toBeUndefined()
     }
-    expect(reading).toEqual(["Api", "ScheduleConsumer", "Reconcile"])
+    expect(reading).toEqual(["Api", "ScheduleConsumer"])
   }, 60_000)
 
   test("named EKS clusters and roles: DescribeCluster and AssumeRole on exactly those, for exactly the functions that reach clusters, whose roles are the clusterRoles output", async () => {
@@ -396,7 +385,7 @@ test("the app's outputs: the API URL, the table's name, the queue's URL and name
     queue: "https://ScheduleQueue.example",
     queueName: "ScheduleQueueName",
   })
-  expect(outputs.clusterRoles).toEqual([roles.Api, roles.ScheduleConsumer, roles.Reconcile])
+  expect(outputs.clusterRoles).toEqual([roles.Api, roles.ScheduleConsumer])
   expect(app).toMatchObject({ name: "swarmplane", removal: "retain", home: "aws" })
   expect((await deploy("prod")).app.removal).toBe("remove")
 })

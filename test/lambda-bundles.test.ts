@@ -19,7 +19,7 @@ import { DynamoStore, ensureTable } from "@swarmplane/core/store/dynamo"
 import { silentLogger } from "@swarmplane/core/util/logger"
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest"
 import { type Built, buildHandler, lambdaEntries } from "../bench/cold-start"
-import { ReconcilePassBudgetMs } from "../functions/timing"
+import { ReconcileIntervalMs } from "../functions/timing"
 import { bundleSettings, lambdaRuntime } from "../infra/bundle"
 import { dynamoClient, javaAvailable, startDynamoLocal } from "./support/dynamo"
 import { sqsClient, startFauxqs } from "./support/fauxqs"
@@ -270,22 +270,50 @@ describe.runIf(javaAvailable())("bundled Lambdas on DynamoDB Local and fauxqs", 
     expect(answer).toEqual({ batchItemFailures: [] })
   })
 
-  test("the ticks answer schedule events: a reconcile pass over the backend with the job, an autoscale pass", {
+  test("the ticks answer schedule events: reconcile sends the backend with the job its ticks for the minute, the consumer runs the one due; an autoscale pass", {
     timeout: 120_000,
   }, async () => {
-    // Less left than a pass may take (its lease and the margin) after the next interval: one pass.
-    const [reconcile] = await call("reconcile", [scheduled], ReconcilePassBudgetMs)
-    expect(reconcile).toEqual({ passes: 1, busy: 1, backends: 1 })
+    const [reconcile] = await call("reconcile", [scheduled])
+    expect(reconcile).toEqual({ sent: 12, busy: 1, backends: 1 })
+    // Held back by the queue until due: the first now, the next 5 s later, and so on.
+    const due = await receive()
+    expect(due.map((m) => JSON.parse(m.Body ?? "{}"))).toEqual([
+      { kind: "backend", project: "default", id: "pool", backendId: "pool", reason: "tick" },
+    ])
+    expect(ReconcileIntervalMs).toBeGreaterThanOrEqual(5_000)
+    const [consumed] = await call("schedule", [
+      {
+        Records: due.map((m) => ({
+          messageId: m.MessageId,
+          receiptHandle: m.ReceiptHandle,
+          body: m.Body,
+          attributes: { ApproximateReceiveCount: "1" },
+          messageAttributes: {},
+          eventSource: "aws:sqs",
+          awsRegion: "us-east-1",
+        })),
+      },
+    ])
+    expect(consumed).toEqual({ batchItemFailures: [] })
+    // The pass ran: the job's tasks say why they wait (the backend has no workers yet).
+    const [jobs] = await call<{ statusCode: number; body: string }>("api", [
+      httpEvent("GET", "/v1/jobs?backendId=pool", { key: adminKey }),
+    ])
+    const [job] = JSON.parse(jobs!.body).items
+    const [detail] = await call<{ statusCode: number; body: string }>("api", [
+      httpEvent("GET", `/v1/jobs/${job.id}`, { key: adminKey }),
+    ])
+    expect(JSON.parse(detail!.body).tasks[0].pendingReason).toBeTruthy()
     const [autoscale] = await call("autoscale", [scheduled])
     expect(autoscale).toEqual({ busy: 0, backends: 1 })
-    // With only what their functions are given: the table; no queue, no pepper; secrets for reconcile.
+    // With only what their functions are given: reconcile the table and the queue (it sends the ticks;
+    // the consumer runs the passes); autoscale the table; no pepper, no backend secrets for either.
     const given = (name: string) =>
       Object.keys(env[name]!).filter((k) => /^SST_RESOURCE_|^SWARMPLANE_S[TE]/.test(k))
     expect(given("reconcile").sort()).toEqual([
       "SST_RESOURCE_App",
+      "SST_RESOURCE_ScheduleQueue",
       "SST_RESOURCE_State",
-      "SWARMPLANE_SECRETS_PREFIX",
-      "SWARMPLANE_STAGE",
     ])
     expect(given("autoscale").sort()).toEqual(["SST_RESOURCE_App", "SST_RESOURCE_State"])
   })

@@ -1,11 +1,14 @@
 import { expect, test } from "vitest"
 import { BackendConfig } from "../model/backend"
 import { JobSpec } from "../model/job"
+import { MemoryQueue } from "../queue/memory"
+import { parseScheduleRequest } from "../queue/port"
 import { handleScheduleBatch, type ScheduleMessage } from "./schedule"
 import { memoryRuntime } from "./testing/runtime"
+import { fanOutTicks, TickReason } from "./ticks"
 
 async function setup() {
-  const { rt, logger } = memoryRuntime()
+  const { rt, logger, clock } = memoryRuntime()
   // Count the passes tried: each asks for the backend's reconcile lease once (a pass that finds it
   // held by another does nothing, but still reads the backend and asks).
   const passes: string[] = []
@@ -22,7 +25,7 @@ async function setup() {
       attributes: {},
     })
   }
-  return { rt, logger, passes }
+  return { rt, logger, clock, passes }
 }
 
 const message = (id: string, body: object | string): ScheduleMessage => ({
@@ -88,4 +91,52 @@ test("when a backend's pass fails, every request of that backend is retried and 
     message("m-b2", request("z", "b")),
   ])
   expect(result.retry.sort()).toEqual(["m-b1", "m-b2"])
+})
+
+test("a backend's tick whose pass fails is not retried (the next tick is seconds away); a job request beside it is", async () => {
+  const { rt, logger } = await setup()
+  const get = rt.repos.backends.get.bind(rt.repos.backends)
+  rt.repos.backends.get = async (project, id) => {
+    if (id === "b") throw Object.assign(new Error("store throttled"), { name: "ThrottlingException" })
+    return get(project, id)
+  }
+  const tick = { kind: "backend", project: "p", id: "b", backendId: "b", reason: TickReason }
+  const result = await handleScheduleBatch(rt, [
+    message("m-tick", tick),
+    message("m-job", { kind: "job", project: "p", id: "y", reason: "job.created", backendId: "b" }),
+  ])
+  expect(result.retry).toEqual(["m-job"])
+  expect(logger.entries.some((e) => /tick failed: store throttled/.test(e.message))).toBe(true)
+})
+
+test("the fanned-out tick gives each backend with work a pass every 5 s of the next minute, through the queue; an idle backend none", async () => {
+  const { rt, clock, passes } = await setup()
+  // "c" has no workers and no work; "a" and "b" have live workers (so they are looked after).
+  await rt.repos.backends.put("p", "c", BackendConfig.parse({ type: "workers" }))
+  await rt.transitions.jobs.create("p", "job-1", JobSpec.parse({ command: ["true"], tasks: 1 }), "a")
+  const queue = MemoryQueue({ clock })
+  const report = await fanOutTicks(rt, queue, { windowMs: 60_000, intervalMs: 5_000 })
+  expect(report).toMatchObject({ sent: 24, busy: 2 })
+  const pending = queue.pending()
+  const due = (id: string) =>
+    pending.filter((m) => parseScheduleRequest(m.body)?.id === id).map((m) => m.visibleAt - clock.now())
+  const everyFive = Array.from({ length: 12 }, (_, i) => i * 5_000)
+  expect(due("a")).toEqual(everyFive)
+  expect(due("b")).toEqual(everyFive)
+  expect(due("c")).toEqual([])
+  for (const m of pending)
+    expect(parseScheduleRequest(m.body)).toMatchObject({ kind: "backend", reason: TickReason, project: "p" })
+
+  // What is due now is one pass per backend, and it places the job; the rest comes due as time passes.
+  const now = await queue.receive({ max: 10 })
+  expect(now).toHaveLength(2)
+  await handleScheduleBatch(
+    rt,
+    now.map((m) => ({ id: m.id, body: m.body, receiveCount: m.receiveCount })),
+  )
+  expect(passes.sort()).toEqual(["a", "b"])
+  expect((await rt.repos.jobs.load("p", "job-1"))!.tasks[0]?.data.state).toBe("ASSIGNED")
+  expect(await queue.receive({ max: 10 })).toEqual([])
+  clock.advance(5_000)
+  expect(await queue.receive({ max: 10 })).toHaveLength(2)
 })

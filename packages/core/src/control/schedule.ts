@@ -10,8 +10,10 @@
 import { randomUUID } from "node:crypto"
 import { parseScheduleRequest, type ScheduleRequest } from "../queue/port"
 import { BackendError, isRetryable } from "../util/errors"
+import { warnOnChange } from "../util/log-on-change"
 import type { ControlDeps } from "./deps"
 import { reconcilePass } from "./reconcile"
+import { TickReason } from "./ticks"
 
 export interface ScheduleMessage {
   id: string
@@ -112,7 +114,19 @@ export async function handleScheduleBatch(
           { project: group.project, reasons: [...new Set(group.messages.map((m) => m.request.reason))] },
         )
       } catch (error) {
-        failed(error, group.messages)
+        // A backend's tick that fails is not retried: its error is in the backend's status, and its
+        // next tick is a few seconds away (a retried tick would only fill the dead-letter queue).
+        const ticks = group.messages.filter((m) => m.request.reason === TickReason)
+        if (ticks.length)
+          warnOnChange(
+            rt.logger,
+            `backend ${group.project}/${group.backendId}`,
+            `tick failed: ${error instanceof Error ? error.message : String(error)}`,
+          )
+        failed(
+          error,
+          group.messages.filter((m) => m.request.reason !== TickReason),
+        )
       }
     }),
   )

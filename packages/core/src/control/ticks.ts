@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto"
 import { autoscales, keepsWorkers, type TaskBackend } from "../backends/protocol"
 import { createBackend } from "../backends/registry"
 import type { Backend } from "../model/backend"
+import type { ScheduleQueue, ScheduleRequest } from "../queue/port"
 import { warnOnChange } from "../util/log-on-change"
 import type { ControlDeps } from "./deps"
 import { type PassReport, readSnapshot, reconcilePass } from "./reconcile"
@@ -123,6 +124,48 @@ export function autoscaleTick(
     },
     true,
   )
+}
+
+/** The `reason` of a schedule request that is a backend's tick (sent by `fanOutTicks`). */
+export const TickReason = "tick"
+
+/**
+ * The reconcile tick as a fan-out, for the deployed plane: rather than pass over every backend in the
+ * cron's own invocation, give each backend with work its passes for the next `windowMs` as schedule
+ * requests (`kind: "backend"`, reason `tick`), one every `intervalMs`, held back by the queue until
+ * due. Each backend's passes then run in the schedule consumer's invocations, at their own pace and
+ * side by side with other backends' (a batch holds at most 10 requests; the queue scales consumers
+ * with its depth): a slow backend (an SSH round trip, a Lepton that stalls) holds up no other, no
+ * invocation sleeps between passes, and one invocation's time does not grow with the backends. A
+ * backend with nothing to look after gets no request, as it got no pass (`eachBackend`); one that
+ * cannot be built is reported in its status here, as before.
+ */
+export async function fanOutTicks(
+  rt: ControlDeps,
+  queue: ScheduleQueue,
+  options: { windowMs: number; intervalMs: number },
+): Promise<TickReport & { sent: number }> {
+  const delaysS = Array.from(
+    { length: Math.max(1, Math.ceil(options.windowMs / options.intervalMs)) },
+    (_, i) => Math.round((i * options.intervalMs) / 1000),
+  )
+  const requests: ScheduleRequest[] = []
+  const delays: number[] = []
+  const report = await eachBackend(rt, async (record) => {
+    for (const delay of delaysS) {
+      requests.push({
+        kind: "backend",
+        project: record.project,
+        id: record.id,
+        backendId: record.id,
+        reason: TickReason,
+      })
+      delays.push(delay)
+    }
+    return { project: record.project, backendId: record.id, ran: false, active: 1, placed: 0, transitions: 0 }
+  })
+  await queue.send(requests, delays)
+  return { ...report, sent: requests.length }
 }
 
 /**

@@ -147,6 +147,15 @@ export function queueContract(name: string, make: () => Promise<QueueFixture>): 
         expect(await queue.receive()).toEqual([])
       })
 
+      it("holds a delayed request back until its delay, while the others of its send arrive at once", async () => {
+        const { queue } = fixture()
+        const [now, later] = [scheduleRequest(1), scheduleRequest(2)]
+        await queue.send([now, later], [0, 600])
+        const got = await queue.receive({ max: 10, waitS: 1 })
+        expect(got.map((m) => parseScheduleRequest(m.body))).toEqual([now])
+        expect(await queue.receive({ max: 10 })).toEqual([])
+      })
+
       it("treats empty sends and deletes as no-ops", async () => {
         const { queue } = fixture()
         await queue.send([])

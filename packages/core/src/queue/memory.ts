@@ -103,11 +103,12 @@ export function MemoryQueue(opts: MemoryQueueOptions = {}): MemoryQueue {
   }
 
   return {
-    async send(requests: ScheduleRequest[]): Promise<void> {
+    async send(requests: ScheduleRequest[], delaysS: readonly number[] = []): Promise<void> {
       const now = clock.now()
-      for (const request of requests) {
+      for (const [i, request] of requests.entries()) {
         const id = randomUUID()
-        messages.set(id, { id, body: JSON.stringify(request), receiveCount: 0, visibleAt: now })
+        const visibleAt = now + (delaysS[i] ?? 0) * 1000
+        messages.set(id, { id, body: JSON.stringify(request), receiveCount: 0, visibleAt })
       }
       if (requests.length) wakeAll()
     },

@@ -43,8 +43,11 @@ export interface ReceiveOptions {
 }
 
 export interface ScheduleQueue {
-  /** Send requests, 10 per batch call. Throws `BackendError` if any entry could not be sent. */
-  send(requests: ScheduleRequest[]): Promise<void>
+  /**
+   * Send requests, 10 per batch call. Throws `BackendError` if any entry could not be sent.
+   * `delaysS[i]` (0..900 s, SQS's `DelaySeconds`): request `i` cannot be received before then.
+   */
+  send(requests: ScheduleRequest[], delaysS?: readonly number[]): Promise<void>
   /** Receive up to `max` messages (an SQS queue gives 10 at most); they stay invisible for the visibility timeout. */
   receive(options?: ReceiveOptions): Promise<ReceivedMessage[]>
   /** Delete handled messages, 10 per batch call. Idempotent. */

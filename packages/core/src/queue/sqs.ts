@@ -36,9 +36,14 @@ export function SqsQueue(opts: SqsQueueOptions): ScheduleQueue {
   const { client, queueUrl } = opts
 
   return {
-    async send(requests: ScheduleRequest[]): Promise<void> {
-      for (const chunk of chunks(requests, batchSize)) {
-        const entries = chunk.map((request, i) => ({ Id: String(i), MessageBody: JSON.stringify(request) }))
+    async send(requests: ScheduleRequest[], delaysS: readonly number[] = []): Promise<void> {
+      const delayed = requests.map((request, i) => ({ request, delay: delaysS[i] ?? 0 }))
+      for (const chunk of chunks(delayed, batchSize)) {
+        const entries = chunk.map(({ request, delay }, i) => ({
+          Id: String(i),
+          MessageBody: JSON.stringify(request),
+          ...(delay > 0 ? { DelaySeconds: delay } : {}),
+        }))
         await batch("SendMessageBatch", entries, async (part) => {
           const out = await call("SendMessageBatch", () =>
             client.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: part })),
