@@ -23,7 +23,7 @@ import { serve } from "@hono/node-server"
 import { createApp } from "@swarmplane/core/api/app"
 import { bootstrapOperator } from "@swarmplane/core/bootstrap"
 import { handleScheduleBatch } from "@swarmplane/core/control/schedule"
-import { autoscaleTick, reconcileTick, tickWhileBusy } from "@swarmplane/core/control/ticks"
+import { autoscaleTick, reconcileTick } from "@swarmplane/core/control/ticks"
 import { BackendConfig } from "@swarmplane/core/model/backend"
 import { MemoryQueue } from "@swarmplane/core/queue/memory"
 import type { ScheduleQueue } from "@swarmplane/core/queue/port"
@@ -414,11 +414,7 @@ export async function startLocalControlPlane(options: LocalOptions): Promise<Loc
       every(
         reconcileEvery,
         async () => {
-          await tickWhileBusy(runtime, reconcileTick, {
-            deadlineMs: Date.now() + reconcileEvery,
-            intervalMs: reconcileEvery,
-            marginMs: 0,
-          })
+          await reconcileTick(runtime)
           return undefined
         },
         logger,

@@ -167,24 +167,3 @@ export async function fanOutTicks(
   await queue.send(requests, delays)
   return { ...report, sent: requests.length }
 }
-
-/**
- * Repeat `tick` every `intervalMs` while it reports busy backends, until `deadlineMs` (clock time) is
- * near; return after one pass when idle. This is how a once-a-minute cron gets a cadence of seconds.
- * No pass after the first starts with less than `marginMs` left before the deadline: give it the time a
- * pass may take (its lease, and a margin to release it), so no pass is cut off holding its lease.
- */
-export async function tickWhileBusy(
-  rt: ControlDeps,
-  tick: (rt: ControlDeps) => Promise<TickReport>,
-  options: { deadlineMs: number; intervalMs: number; marginMs: number },
-): Promise<{ passes: number; last: TickReport }> {
-  let passes = 0
-  for (;;) {
-    const last = await tick(rt)
-    passes++
-    if (last.busy === 0) return { passes, last }
-    if (rt.clock.now() + options.intervalMs + options.marginMs >= options.deadlineMs) return { passes, last }
-    await rt.clock.sleep(options.intervalMs)
-  }
-}
