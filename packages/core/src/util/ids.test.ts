@@ -29,3 +29,9 @@ test("a seeded first id is the same for the same time and seed, and sorts before
   expect(first < newId("ev", ms + 1)).toBe(true)
   expect(first > `ev-${"0".repeat(9)}`).toBe(true)
 })
+
+test("the random part stays random across the refills of its pool", () => {
+  const suffixes = Array.from({ length: 3000 }, () => newId("ev", 1_795_953_600_000).slice(-6))
+  // 30 bits each: 3,000 draws repeat a value rarely, never most of them (a pool not refilled would).
+  expect(new Set(suffixes).size).toBeGreaterThan(2990)
+})
