@@ -162,6 +162,7 @@ export async function fanOutTicks(
       })
       delays.push(delay)
     }
+    // No pass here (`ran: false`); `active: 1` counts the backend as busy in the report: it has work.
     return { project: record.project, backendId: record.id, ran: false, active: 1, placed: 0, transitions: 0 }
   })
   await queue.send(requests, delays)
