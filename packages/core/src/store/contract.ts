@@ -84,15 +84,28 @@ export function storeContract(
       expect(await read({ pk, sk: "other" })).toBeUndefined()
     })
 
-    it("copies on write and read: mutating inputs or results does not change what is stored", async () => {
+    it("copies on write, and no result can change what is stored: mutating inputs or results changes nothing", async () => {
       const pk = fresh("copies")
       const input = thing(pk, "item", { tags: ["a"] })
       const created = await store.create(input)
       input.data.tags.push("input")
       expect(created.data.tags).toEqual(["a"])
-      created.data.tags.push("created")
-      ;(await read<{ tags: string[] }>({ pk, sk: "item" }))!.data.tags.push("got")
-      expect((await read({ pk, sk: "item" }))!.data).toEqual({ tags: ["a"] })
+      // A result's data is a fresh copy (DynamoDB) or the stored data frozen (memory and journal, which
+      // copy nothing on reads): changing it either changes only the copy or throws.
+      const tryPush = (tags: string[], tag: string) => {
+        try {
+          tags.push(tag)
+        } catch (error) {
+          expect(error).toBeInstanceOf(TypeError)
+        }
+      }
+      tryPush(created.data.tags, "created")
+      tryPush((await read<{ tags: string[] }>({ pk, sk: "item" }))!.data.tags, "got")
+      const got = (await read<{ tags: string[] }>({ pk, sk: "item" }))!
+      expect(got.data).toEqual({ tags: ["a"] })
+      // The item's own fields are the caller's to change: a result spread into an update is the usual way.
+      got.version = 99
+      expect((await read({ pk, sk: "item" }))!.version).toBe(1)
     })
 
     it("refuses a duplicate create with ItemExistsError and keeps the first item", async () => {

@@ -2,8 +2,9 @@
  * In-memory StateStore for tests and in-process runs. It keeps DynamoDB's semantics where callers
  * could come to depend on them: sort keys in UTF-8 byte order, `limit` counted before `filter`, a
  * cursor whenever a page stops early (even if nothing follows), pages cut near 1 MB, items over
- * 400 KB refused, index entries only while `active`/`list` is set, and copies in and out so a
- * caller can never change stored state by mutating what it passed or got back.
+ * 400 KB refused, index entries only while `active`/`list` is set, and a copy in and frozen data
+ * out, so a caller can never change stored state by mutating what it passed or got back (changing a
+ * result's data throws; its own fields are the caller's to change, as for a spread into an update).
  *
  * A durable store builds on it (`journal.ts`): it passes the items to start with, and is told of each
  * write's changes before they are applied, so it can record them first.
@@ -139,7 +140,7 @@ export function MemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 
     async get<T>(key: Key) {
       const item = items.get(keyId(key))
-      return item && (copy(item) as StoredItem<T>)
+      return item && (out(item) as StoredItem<T>)
     },
 
     async create<T>(item: NewItem<T>) {
@@ -147,7 +148,7 @@ export function MemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       if (items.has(keyId(stored))) throw new ItemExistsError({ pk: stored.pk, sk: stored.sk })
       record([{ put: stored }])
       put(stored)
-      return copy(stored) as StoredItem<T>
+      return out(stored) as StoredItem<T>
     },
 
     async createMany(batch: NewItem[]) {
@@ -174,7 +175,7 @@ export function MemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
       const stored = normalize({ ...item, version: item.version + 1 })
       record([{ put: stored }])
       put(stored)
-      return copy(stored) as StoredItem<T>
+      return out(stored) as StoredItem<T>
     },
 
     async delete(key: Key, expectedVersion?: number) {
@@ -189,12 +190,12 @@ export function MemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
 
     async getMany<T>(keys: Key[]) {
       const ids = new Set(keys.map(keyId))
-      const out: StoredItem<T>[] = []
+      const found: StoredItem<T>[] = []
       for (const id of ids) {
         const item = items.get(id)
-        if (item) out.push(copy(item) as StoredItem<T>)
+        if (item) found.push(out(item) as StoredItem<T>)
       }
-      return out
+      return found
     },
 
     async query<T>(pk: string, options: QueryOptions = {}) {
@@ -313,7 +314,7 @@ function page<T>(
   const last = evaluated.at(-1)
   const matches = evaluated.filter((row) => matchesFilter(row.item, filter))
   return {
-    items: matches.map((row) => copy(row.item) as StoredItem<T>),
+    items: matches.map((row) => out(row.item) as StoredItem<T>),
     ...(stoppedEarly && last ? { cursor: encodeCursor(last.position) } : {}),
   }
 }
@@ -350,7 +351,7 @@ function normalize(item: StoredItem): StoredItem {
     sk: item.sk,
     type: item.type,
     version: item.version,
-    data: copy(item.data),
+    data: frozen(copy(item.data)),
   }
   if (item.active) out.active = { pk: item.active.pk, sk: item.active.sk }
   if (item.list) out.list = { pk: item.list.pk, sk: item.list.sk }
@@ -372,6 +373,25 @@ function normalize(item: StoredItem): StoredItem {
     )
   }
   return out
+}
+
+/**
+ * What a read hands out: the stored item's own fields in a new object, its `data` the stored one, which
+ * is frozen (deep) when stored, so no caller can change what the store holds through it, and reads copy
+ * nothing (a pass reads every active item: copying each was the local API's largest cost).
+ */
+function out(item: StoredItem): StoredItem {
+  const o: StoredItem = { ...item }
+  if (item.active) o.active = { ...item.active }
+  if (item.list) o.list = { ...item.list }
+  return o
+}
+
+/** Freeze plain data all the way down (what `copy` made: plain objects and arrays). */
+function frozen<V>(value: V): V {
+  if (value === null || typeof value !== "object" || Object.isFrozen(value)) return value
+  for (const v of Object.values(value as object)) frozen(v)
+  return Object.freeze(value)
 }
 
 /**
