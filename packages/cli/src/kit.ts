@@ -15,11 +15,13 @@ export interface Common {
   profile?: string
   api?: string
   output?: string
+  /** `--json`: the same as `-o json`, and it wins over `-o`. */
+  json?: boolean
 }
 
 export function common(cmd: Command): Common & { format: Format } {
   const o = cmd.optsWithGlobals<Common>()
-  return { ...o, format: parseFormat(o.output) }
+  return { ...o, format: o.json ? "json" : parseFormat(o.output) }
 }
 
 export function client(ctx: Ctx, cmd: Command): Promise<Client> {
@@ -29,6 +31,9 @@ export function client(ctx: Ctx, cmd: Command): Promise<Client> {
 
 export const outputOption = () =>
   new Option("-o, --output <format>", "output format").choices(Formats).default("table")
+
+/** `--json`, the shorthand scripts reach for, beside `-o`. */
+export const jsonOption = () => new Option("--json", "the same as -o json")
 
 export function examples(cmd: Command, lines: string[]): Command {
   return cmd.addHelpText("after", `\nExamples:\n${lines.map((l) => `  ${l}`).join("\n")}\n`)

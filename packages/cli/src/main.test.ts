@@ -277,9 +277,14 @@ describe("waiting", () => {
 })
 
 describe("output", () => {
-  test("-o json and -o yaml print the API object; a pipe gets only the name", async () => {
+  test("-o json (or --json) and -o yaml print the API object; a pipe gets only the name", async () => {
     const routes = { "GET /v1/swarms/demo": () => ({ body: swarmOf() }) }
     expect(JSON.parse((await run(["status", "demo", "-o", "json"], { routes })).stdout)).toEqual(swarmOf())
+    // --json is the same, and wins over -o.
+    expect(JSON.parse((await run(["status", "demo", "--json"], { routes })).stdout)).toEqual(swarmOf())
+    expect(JSON.parse((await run(["status", "demo", "-o", "yaml", "--json"], { routes })).stdout)).toEqual(
+      swarmOf(),
+    )
     expect((await run(["status", "demo", "-o", "yaml"], { routes })).stdout).toMatch(
       /^name: demo\nmodel: echo\n/,
     )

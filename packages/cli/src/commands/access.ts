@@ -6,7 +6,7 @@ import type { Command } from "commander"
 import { Option } from "commander"
 import type { CreatedKey, Role } from "../client"
 import type { Ctx } from "../context"
-import { client, common, examples, integer, note, out, outputOption, show } from "../kit"
+import { client, common, examples, integer, jsonOption, note, out, outputOption, show } from "../kit"
 import { age, block, table } from "../output"
 
 const Roles: Role[] = ["read", "write", "admin", "worker"]
@@ -16,7 +16,8 @@ export function accessCommands(program: Command, ctx: Ctx): void {
     program
       .command("whoami")
       .description("the control plane, profile, project and role in use")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane whoami", "swarmplane whoami --profile prod"],
   ).action(async (_o: unknown, cmd: Command) => {
     const { format } = common(cmd)
@@ -52,7 +53,8 @@ export function accessCommands(program: Command, ctx: Ctx): void {
           .conflicts("expiresAt"),
       )
       .option("--expires-at <time>", "the key stops working at this ISO-8601 time, e.g. 2027-01-31T00:00:00Z")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     [
       "swarmplane key create --role read --name dashboard",
       "CI_KEY=$(swarmplane key create --role write --name ci --expires-in-days 90)",
@@ -82,7 +84,8 @@ export function accessCommands(program: Command, ctx: Ctx): void {
       .alias("ls")
       .description("list a project's keys (never their secrets), revoked ones too")
       .option("--project <project>", "project (default: your key's)")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane key list"],
   ).action(async (o: { project?: string }, cmd: Command) => {
     const { format } = common(cmd)
@@ -105,7 +108,8 @@ export function accessCommands(program: Command, ctx: Ctx): void {
       .argument("<id>", "the key's id (swarmplane key list), not its secret")
       .option("--project <project>", "project of the key (default: your key's)")
       .option("--self", "allow revoking the key this command runs with")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     [
       "swarmplane key revoke key-01kb2x9q3v0000d4m8n0",
       "swarmplane key revoke key-01kb2x9q3v0000d4m8n0 -o json",
@@ -130,7 +134,8 @@ export function accessCommands(program: Command, ctx: Ctx): void {
       .description("create a project (operator admin key); prints its first admin key, once")
       .argument("<name>", "project name, a DNS label such as ml-research")
       .option("--display-name <text>", "human-friendly name")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     [
       "swarmplane project create team-b",
       "swarmplane project create team-b | swarmplane profile set team-b --api http://127.0.0.1:8787 --key -",

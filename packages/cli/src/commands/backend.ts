@@ -2,7 +2,7 @@
 import type { Command } from "commander"
 import type { BackendBody, BackendStatus, Failed, Worker } from "../client"
 import type { Ctx } from "../context"
-import { client, common, examples, note, out, outputOption, readSpec, show } from "../kit"
+import { client, common, examples, jsonOption, note, out, outputOption, readSpec, show } from "../kit"
 import { age, block, detailText, type Paint, state, table } from "../output"
 
 export function backendCommands(program: Command, ctx: Ctx): void {
@@ -15,7 +15,8 @@ export function backendCommands(program: Command, ctx: Ctx): void {
         "register a backend, or replace its config (admin key); `{id, config}` or id + config fields",
       )
       .requiredOption("-f, --file <file>", "backend file, YAML or JSON (- reads stdin)")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     [
       "swarmplane backend add -f slurm-a.yaml",
       "swarmplane config validate -f slurm-a.yaml && swarmplane backend add -f slurm-a.yaml",
@@ -34,7 +35,12 @@ export function backendCommands(program: Command, ctx: Ctx): void {
   })
 
   examples(
-    backend.command("list").alias("ls").description("list the project's backends").addOption(outputOption()),
+    backend
+      .command("list")
+      .alias("ls")
+      .description("list the project's backends")
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane backend list"],
   ).action(async (_o: unknown, cmd: Command) => {
     const { format } = common(cmd)
@@ -62,7 +68,8 @@ export function backendCommands(program: Command, ctx: Ctx): void {
       .command("status")
       .description("a backend now: descriptor, health, capacity, workers and the autoscaler's decisions")
       .argument("<id>", "backend id")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane backend status local", "swarmplane backend status local -o json"],
   ).action(async (id: string, _o: unknown, cmd: Command) => {
     const { format } = common(cmd)
@@ -80,7 +87,8 @@ export function backendCommands(program: Command, ctx: Ctx): void {
       .alias("ls")
       .description("list workers")
       .option("--backend <id>", "only the workers of this backend")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane worker list", "swarmplane worker list --backend local -o json"],
   ).action(async (o: { backend?: string }, cmd: Command) => {
     const { format } = common(cmd)

@@ -9,7 +9,7 @@ import pMap from "p-map"
 import type { Client, JobDetail, LogTail, Task } from "../client"
 import type { Ctx } from "../context"
 import { CliError, ExitCode, UsageError } from "../errors"
-import { client, common, examples, integer, note, out, outputOption, show } from "../kit"
+import { client, common, examples, integer, jsonOption, note, out, outputOption, show } from "../kit"
 import { sleep } from "../progress"
 
 const PollMs = 1000
@@ -29,7 +29,8 @@ export function jobLogsCommand(job: Command, ctx: Ctx): void {
       .option("--tail <lines>", "lines from the end of each task's output", integer(1, 10_000), 100)
       .option("--attempt <uid>", "an earlier attempt's output (with --task)")
       .option("-f, --follow", "keep printing new output until the tasks end")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     [
       "swarmplane job logs job-01hx... --task 1",
       "swarmplane job logs job-01hx... --tail 20",

@@ -8,7 +8,7 @@ import type { Command } from "commander"
 import type { Client, JobDetail, Task } from "../client"
 import type { Ctx } from "../context"
 import { CliError, ExitCode } from "../errors"
-import { client, common, examples, integer, outputOption, show } from "../kit"
+import { client, common, examples, integer, jsonOption, outputOption, show } from "../kit"
 import { type Format, type Paint, state, table } from "../output"
 import { progress, sleep } from "../progress"
 import { jobLine, jobStatus } from "../views"
@@ -26,7 +26,8 @@ export function jobStatusCommand(job: Command, ctx: Ctx): void {
       .argument("<id>", "job id")
       .option("-w, --watch", "follow until the job ends (exit 0 when SUCCEEDED, 8 when FAILED/CANCELLED)")
       .option("--timeout <seconds>", "with --watch: give up after this long (exit 7)", integer(1))
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     [
       "swarmplane job status job-01hx...",
       "swarmplane job status job-01hx... --watch",

@@ -14,6 +14,7 @@ import {
   common,
   examples,
   integer,
+  jsonOption,
   note,
   out,
   outputOption,
@@ -197,7 +198,8 @@ export function jobCommands(program: Command, ctx: Ctx): void {
       .option("--swarm <name>", "only jobs against this swarm")
       .option("--limit <n>", "at most this many jobs", integer(1), 50)
       .option("--all", "every job (follows all pages)")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     [
       "swarmplane job list",
       "swarmplane job list --status FAILED --swarm demo",
@@ -228,7 +230,8 @@ export function jobCommands(program: Command, ctx: Ctx): void {
       .argument("<id>", "job id")
       .option("--no-wait", "return once the cancel is recorded; the control loop carries it out")
       .option("--timeout <seconds>", "stop waiting after this long (exit 7); the cancel goes on", integer(1))
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane job cancel job-01hx...", "swarmplane job cancel job-01hx... --no-wait"],
   ).action(async (id: string, o: { wait: boolean; timeout?: number }, cmd: Command) => {
     const { format } = common(cmd)
@@ -254,7 +257,8 @@ export function jobCommands(program: Command, ctx: Ctx): void {
       .description("what happened to a job and its tasks, oldest first")
       .argument("<id>", "job id")
       .option("--limit <n>", "only the last N events", integer(1))
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane job events job-01hx...", "swarmplane job events job-01hx... --limit 20"],
   ).action(async (id: string, o: { limit?: number }, cmd: Command) => {
     const { format } = common(cmd)

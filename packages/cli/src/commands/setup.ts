@@ -8,7 +8,7 @@ import { checkUrl, configPath, maskKey, readConfig, writeConfig } from "../confi
 import type { Ctx } from "../context"
 import { CliError, ExitCode, UsageError } from "../errors"
 import { formatIssue, type Kind, Kinds, parseSpec, readSpecText } from "../files"
-import { common, examples, note, out, outputOption, show } from "../kit"
+import { common, examples, jsonOption, note, out, outputOption, show } from "../kit"
 import { runLocalPlane } from "../local-plane"
 import { table } from "../output"
 
@@ -29,7 +29,8 @@ export function setupCommands(program: Command, ctx: Ctx): void {
       .command("list")
       .alias("ls")
       .description("list profiles; * marks the current one")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane profile list"],
   ).action(async (_o: unknown, cmd: Command) => {
     const { format } = common(cmd)
@@ -133,7 +134,8 @@ export function setupCommands(program: Command, ctx: Ctx): void {
       .addOption(
         new Option("--kind <kind>", "what the file is (detected from its fields when absent)").choices(Kinds),
       )
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     [
       "swarmplane config validate -f swarm.yaml",
       "swarmplane config validate -f domyn-config.yaml --kind swarm",

@@ -3,7 +3,18 @@ import type { Command } from "commander"
 import { allPages, type Event, isRecord, type Swarm, type SwarmBody, type SwarmMetrics } from "../client"
 import type { Ctx } from "../context"
 import { CliError, ExitCode, UsageError } from "../errors"
-import { client, common, examples, integer, note, out, outputOption, readSpec, show } from "../kit"
+import {
+  client,
+  common,
+  examples,
+  integer,
+  jsonOption,
+  note,
+  out,
+  outputOption,
+  readSpec,
+  show,
+} from "../kit"
 import { age, block, table } from "../output"
 import { eventTable, replicaTable, swarmPairs, swarmSummary, swarmTable } from "../views"
 import { waitForSwarm } from "./swarm-wait"
@@ -19,7 +30,8 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
       .option("--backend <id>", "backend to run on, instead of the file's (or the only one of its type)")
       .option("--wait", "wait until the swarm is RUNNING, showing its progress")
       .option("--timeout <seconds>", "with --wait: give up after this long (exit 7)", integer(1), 600)
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     [
       "swarmplane up -f swarm.yaml",
       "swarmplane up -f swarm.yaml --wait --timeout 900",
@@ -75,7 +87,8 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
       .option("-y, --yes", "do not ask for confirmation (needed when stdin is not a terminal)")
       .option("--wait", "wait until the swarm is STOPPED")
       .option("--timeout <seconds>", "with --wait: give up after this long (exit 7)", integer(1), 300)
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane down demo", "swarmplane down demo --yes --wait"],
   ).action(async (name: string, o: { yes?: boolean; wait?: boolean; timeout: number }, cmd: Command) => {
     const { format } = common(cmd)
@@ -112,7 +125,8 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
       .command("status")
       .description("a swarm's phase, readiness and endpoint")
       .argument("<name>", "swarm name")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane status demo", "swarmplane status demo -o json"],
   ).action(async (name: string, _o: unknown, cmd: Command) => {
     const { format } = common(cmd)
@@ -122,7 +136,12 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
 
   const swarm = program.command("swarm").description("list and describe swarms")
   examples(
-    swarm.command("list").alias("ls").description("list the swarms of the project").addOption(outputOption()),
+    swarm
+      .command("list")
+      .alias("ls")
+      .description("list the swarms of the project")
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane swarm list", "swarmplane swarm list -o yaml"],
   ).action(async (_o: unknown, cmd: Command) => {
     const { format } = common(cmd)
@@ -142,7 +161,8 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
         "a swarm's traffic over the last 1, 5 and 15 minutes: requests/s, errors, latency, time to first token, queue wait, tokens/s; and per replica",
       )
       .argument("<name>", "swarm name")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane swarm metrics demo", "swarmplane swarm metrics demo -o json"],
   ).action(async (name: string, _o: unknown, cmd: Command) => {
     const { format } = common(cmd)
@@ -158,7 +178,8 @@ export function swarmCommands(program: Command, ctx: Ctx): void {
         "everything about a swarm: handle, endpoint, replicas, the rollout's last step, the autoscaler's decisions and recent events",
       )
       .argument("<name>", "swarm name")
-      .addOption(outputOption()),
+      .addOption(outputOption())
+      .addOption(jsonOption()),
     ["swarmplane swarm describe demo"],
   ).action(async (name: string, _o: unknown, cmd: Command) => {
     const { format } = common(cmd)
