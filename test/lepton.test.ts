@@ -158,6 +158,8 @@ describe("swarms", () => {
       30_000,
     )
     expect(stopped.desired).toBe("deleted")
+    // Stopped, it serves nothing: not the 3 ready replicas the last read before the delete showed.
+    expect(stopped.replicaStatus).toEqual({ ready: 0, total: 0, items: [] })
     expect(count("DELETE", `/deployments/${name}`)).toBeGreaterThan(0)
     expect((await l.lepton("GET", `/deployments/${name}`)).status).toBe(404)
   })

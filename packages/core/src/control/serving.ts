@@ -84,7 +84,9 @@ export async function reconcileSwarm(
           : {}),
       }
     }
-    if (next.desired === "deleted" && next.phase === "STOPPED") next = { ...next, url: undefined }
+    // A deleted swarm that has stopped serves nothing and asks for nothing, whatever the last read showed.
+    if (next.desired === "deleted" && next.phase === "STOPPED")
+      next = { ...next, url: undefined, replicaStatus: { ready: 0, total: 0, items: [] } }
   }
   if (JSON.stringify(next) !== JSON.stringify(item.data))
     await rt.transitions.swarms.save(

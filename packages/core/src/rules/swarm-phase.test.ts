@@ -84,10 +84,23 @@ describe("observe", () => {
     expect(r.swarm.phase).toBe("RUNNING")
   })
 
-  test("while deleting, a gone deployment is STOPPED", () => {
-    const r = observe(swarm("RUNNING", { desired: "deleted" }), { kind: "gone" }, now)
+  test("while deleting, a gone deployment is STOPPED, with no replica ready or asked for", () => {
+    const ready = {
+      ready: 2,
+      total: 2,
+      items: [
+        { index: 0, state: "Ready" },
+        { index: 1, state: "Ready" },
+      ],
+    }
+    const r = observe(swarm("RUNNING", { desired: "deleted", replicaStatus: ready }), { kind: "gone" }, now)
     expect(r.swarm.phase).toBe("STOPPED")
+    expect(r.swarm.replicaStatus).toEqual({ ready: 0, total: 0, items: [] })
     expect(isSwarmActive(r.swarm)).toBe(false)
+    // A deployment gone while the swarm should run: none ready, the count asked for kept.
+    const lost = observe(swarm("RUNNING", { replicaStatus: ready }), { kind: "gone" }, now).swarm
+    expect(lost).toMatchObject({ phase: "PENDING", replicaStatus: { ready: 0, total: 2, items: [] } })
+    expect(observe(lost, { kind: "gone" }, now).changed).toBe(false)
   })
 
   test("an illegal observed jump is refused", () => {

@@ -44,10 +44,22 @@ export function observe(swarm: Swarm, observation: ServingObservation, nowIso: s
   let to: SwarmPhase = from
   let url = swarm.url
   let message = swarm.message
+  let replicaStatus = swarm.replicaStatus
   switch (observation.kind) {
     case "gone":
       to = swarm.desired === "deleted" ? "STOPPED" : from === "STOPPED" ? "STOPPED" : "PENDING"
       url = undefined
+      // Nothing is deployed: no replica is ready, and a deleted swarm asks for none.
+      if (
+        replicaStatus.ready ||
+        replicaStatus.items.length ||
+        (swarm.desired === "deleted" && replicaStatus.total)
+      )
+        replicaStatus = {
+          ready: 0,
+          total: swarm.desired === "deleted" ? 0 : replicaStatus.total,
+          items: [],
+        }
       break
     case "unreachable":
       if (from !== "STOPPED" && from !== "FAILED") to = "UNKNOWN"
@@ -66,9 +78,10 @@ export function observe(swarm: Swarm, observation: ServingObservation, nowIso: s
       break
   }
   if (!canSwarmTransition(from, to)) to = from
-  const changed = to !== from || url !== swarm.url || message !== swarm.message
+  const changed =
+    to !== from || url !== swarm.url || message !== swarm.message || replicaStatus !== swarm.replicaStatus
   if (!changed) return { swarm, changed, from }
-  return { swarm: { ...swarm, phase: to, url, message, updatedAt: nowIso }, changed, from }
+  return { swarm: { ...swarm, phase: to, url, message, replicaStatus, updatedAt: nowIso }, changed, from }
 }
 
 /** The fields of a swarm that are not its spec: what the control plane knows about it. */
