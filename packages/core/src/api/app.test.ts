@@ -355,6 +355,14 @@ describe("bad input", () => {
       field: "name",
       hint: /well-formed/,
     },
+    "an env key that starts with a digit": {
+      path: "/v1/jobs",
+      raw: '{"command":["true"],"env":{"1BAD":"x"}}',
+      status: 400,
+      code: "request.invalid",
+      field: "env.1BAD",
+      hint: /env.1BAD: is not an allowed key: environment variable names are letters, digits and '_', not starting with a digit$/,
+    },
     "an env key named constructor": {
       path: "/v1/jobs",
       raw: '{"command":["true"],"env":{"constructor":"x"}}',

@@ -55,7 +55,10 @@ export function friendlyMessage(issue: Issue): string {
     case "invalid_key": {
       // A map key that breaks its rule: say which rule, not just that the key is wrong.
       const inner = (issue as { issues?: Issue[] }).issues?.[0]
-      return inner ? `this key ${friendlyMessage(inner)}` : "is not an allowed key"
+      if (!inner) return "is not an allowed key"
+      const said = friendlyMessage(inner)
+      // "this key must be …" reads; a rule in words of its own reads after a colon.
+      return /^(must|is|may|cannot)\b/.test(said) ? `this key ${said}` : `is not an allowed key: ${said}`
     }
     default:
       return issue.message
