@@ -52,6 +52,12 @@ describe("JournalStore", () => {
     expect((await second.get({ pk: "P#1", sk: "T#002" }))?.fence).toBe(4)
     expect((await second.queryIndex("active", "A#1")).items.map((item) => item.sk)).toEqual(["T#001"])
     expect((await second.queryIndex("list", "L")).items.map((item) => item.data)).toEqual([{ name: "llm" }])
+    // What is replayed is held as written items are: a read's data cannot change what is stored.
+    const replayed = (await second.get<{ i: number; note: string }>({ pk: "P#1", sk: "T#001" }))!
+    expect(() => {
+      replayed.data.note = "mutated"
+    }).toThrow(TypeError)
+    expect((await second.get({ pk: "P#1", sk: "T#001" }))!.data).toEqual({ i: 1, note: "x".repeat(50) })
     // The versions replayed are the ones conditional writes check.
     await expect(
       second.update({ ...(await second.get({ pk: "P#1", sk: "T#002" }))!, version: 1 }),

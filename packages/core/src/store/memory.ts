@@ -133,7 +133,8 @@ export function MemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   }
 
   const record = options.beforeWrite ?? (() => undefined)
-  for (const item of options.initial ?? []) put(item)
+  // Items to start with (a journal's replay) are held as written ones are: their data frozen.
+  for (const item of options.initial ?? []) put({ ...item, data: frozen(item.data) })
 
   return {
     items: () => items.values(),

@@ -171,13 +171,12 @@ export function WorkersBackend(
 
     async autoscale(request): Promise<AutoscaleResult> {
       const now = runtime.clock.now()
-      const state: AutoscalerState = (await runtime.repos.backendState.get<AutoscalerState>(
-        project,
-        backendId,
-        {
-          consistent: true,
-        },
-      )) ?? { groups: {} }
+      const stored = await runtime.repos.backendState.get<AutoscalerState>(project, backendId, {
+        consistent: true,
+      })
+      // The pass updates the state in place and puts it back: a copy of its own (what a store hands
+      // out may be shared and frozen).
+      const state: AutoscalerState = stored ? structuredClone(stored) : { groups: {} }
       const items = await workerItems()
       const workers = alive(items)
       const instances = new Map<
