@@ -377,6 +377,76 @@ describe("a workspace that archives jobs the moment they end", () => {
     for (const r of reads)
       expect(new URLSearchParams(r.query).get("job_query_mode")).toBe("alive_and_archive")
   })
+
+  test("an archived job whose read keeps failing waits for a later pass; the other attempts of the pass go on", {
+    timeout: 90_000,
+  }, async () => {
+    // Every read of the first job read by id fails (500) until the test lifts it.
+    let blocked: string | undefined
+    let lifted = false
+    a.fake.injectFault({
+      method: "GET",
+      path: /^\/jobs\/[^/]+$/,
+      status: 500,
+      count: Number.POSITIVE_INFINITY,
+      when: (request) => {
+        if (lifted) return false
+        blocked ??= request.path
+        return request.path === blocked
+      },
+    })
+    const id = await a.submit("lep-archive", { tasks: 2, command: ["true"] })
+    const oneDone = await until(
+      "the task whose job reads fine to SUCCEED while the other's read fails",
+      async () => {
+        const job = (await a.p.call("GET", `/v1/jobs/${id}`)).json
+        const states = job.tasks.map((t: { state: string }) => t.state).sort()
+        return blocked && ["ASSIGNED", "RUNNING"].includes(states[0]) && states[1] === "SUCCEEDED" && job
+      },
+      45_000,
+    )
+    expect(oneDone.status).toBe("RUNNING")
+    lifted = true
+    expect((await a.finished(id, 45_000)).status).toBe("SUCCEEDED")
+  })
+
+  test("an attempt whose create answer was lost, and whose job has ended and been archived since, is adopted from the archive, not made again", {
+    timeout: 60_000,
+  }, async () => {
+    const record = (await a.p.call("GET", "/v1/backends/lep-archive")).json
+    const runtime = a.p.plane.runtime
+    const backend = await createBackend(record, runtime)
+    const created = await runtime.transitions.jobs.create(
+      "default",
+      "job-archived-adopt",
+      JobSpec.parse({ command: ["true"], tasks: 1 }),
+      "other",
+    )
+    const tasks = (await runtime.repos.jobs.load("default", created.id))!.tasks
+    const plan = await backend.schedule({
+      pending: tasks.map((task) => ({ job: created, task })),
+      live: [],
+      mintAttemptUid: () => "a-archived-0",
+    })
+    const assigned = assignedRefs(plan, created.createdAt)
+    const posts = () => a.fake.requests.filter((r) => r.method === "POST" && r.path === "/jobs").length
+    const before = posts()
+    const first = await backend.launch({ attempts: assigned, firstTry: new Set(["a-archived-0"]) })
+    expect(first.launched).toHaveLength(1)
+    await until(
+      "the job to end and move to the archive",
+      async () =>
+        (await a.lepton("GET", "/jobs?job_query_mode=archive_only&page=1&page_size=100")).body.jobs.some(
+          (j: { metadata: { id: string } }) => j.metadata.id === first.launched[0]!.target,
+        ),
+      30_000,
+    )
+    // The answer was lost: the attempt has no target, and a later pass launches it again.
+    const again = await backend.launch({ attempts: assigned })
+    await backend.close()
+    expect(again.launched.map((x) => x.target)).toEqual(first.launched.map((x) => x.target))
+    expect(posts() - before).toBe(1)
+  })
 })
 
 describe("reconcile, read directly", () => {

@@ -146,7 +146,21 @@ export function LeptonBackend(
   async function observedJobs(launched: readonly TaskRef[], stopping: readonly TaskRef[]) {
     const listed = await listJobs()
     const { read, deferred } = unlisted(listed, launched, stopping)
-    const archived = await mapLimit(read, 4, (id) => contacting((c) => c.jobs.get(id, "alive_and_archive")))
+    // A read that fails leaves its attempts to the next pass; the rest of the pass goes on.
+    const failed = new Set<string>()
+    const archived = await mapLimit(read, 4, (id) =>
+      contacting((c) => c.jobs.get(id, "alive_and_archive")).catch((error: unknown) => {
+        if (!(error instanceof BackendError || error instanceof VisibleError)) throw error
+        failed.add(id)
+        return undefined
+      }),
+    )
+    const readFailed = (target?: string) => target !== undefined && failed.has(target)
+    for (const ref of launched) if (readFailed(lastAttempt(ref)?.target)) deferred.add(ref)
+    for (const ref of stopping) {
+      const uid = ref.task.data.stopping?.attemptUid
+      if (readFailed(ref.task.data.attempts.find((a) => a.attemptUid === uid)?.target)) deferred.add(ref)
+    }
     return {
       index: withJobs(
         listed,
@@ -164,6 +178,15 @@ export function LeptonBackend(
     let index: JobIndex
     try {
       index = await listJobs()
+      // An attempt an earlier pass placed may have been created by a try whose answer was lost, and
+      // its job may have ended and left the live list since: look in the archive too before making
+      // it again (one paged list, only when such an attempt is not live; a first try needs none).
+      const earlier = attempts.filter((ref) => {
+        const attempt = lastAttempt(ref)!
+        return !request.firstTry?.has(attempt.attemptUid) && !index.byName.has(attempt.submission!)
+      })
+      if (earlier.length)
+        index = withJobs(index, await contacting((c) => c.jobs.list({ mode: "archive_only" })))
     } catch (error) {
       if (!(error instanceof BackendError || error instanceof VisibleError)) throw error
       for (const ref of attempts) result.deferred.push({ ref, message: error.message })
