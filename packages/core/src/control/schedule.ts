@@ -38,8 +38,9 @@ async function backendOf(rt: ControlDeps, request: ScheduleRequest): Promise<str
 
 /**
  * Move a backend's objects toward their desired state now, rather than at the next tick: run a
- * control-loop pass over it. When another pass holds the backend's lease, that pass (which repeats
- * every few seconds while there is work) picks the objects up.
+ * control-loop pass over it. When another pass holds the backend's lease, that pass, or the next of
+ * the backend's ticks (every few seconds while it has work: every second locally, every 5 s deployed
+ * once the reconcile cron has seen the work), picks the objects up.
  */
 async function passOver(rt: ControlDeps, project: string, backendId: string): Promise<ScheduleOutcome> {
   const backend = await rt.repos.backends.get(project, backendId)

@@ -156,6 +156,15 @@ export function queueContract(name: string, make: () => Promise<QueueFixture>): 
         expect(await queue.receive({ max: 10 })).toEqual([])
       })
 
+      it("refuses a delay SQS would not take, sending nothing", async () => {
+        const { queue } = fixture()
+        for (const bad of [-1, 1.5, 901])
+          await expect(queue.send([scheduleRequest(1)], [bad])).rejects.toThrow(
+            /whole number of seconds from 0 to 900/,
+          )
+        expect(await queue.receive({ max: 10 })).toEqual([])
+      })
+
       it("treats empty sends and deletes as no-ops", async () => {
         const { queue } = fixture()
         await queue.send([])

@@ -6,7 +6,13 @@
  */
 import { randomUUID } from "node:crypto"
 import { type Clock, systemClock } from "../util/clock"
-import type { ReceivedMessage, ReceiveOptions, ScheduleQueue, ScheduleRequest } from "./port"
+import {
+  checkDelays,
+  type ReceivedMessage,
+  type ReceiveOptions,
+  type ScheduleQueue,
+  type ScheduleRequest,
+} from "./port"
 
 export interface MemoryQueueOptions {
   /** Receives before a message is dead-lettered. Default 5. */
@@ -104,6 +110,7 @@ export function MemoryQueue(opts: MemoryQueueOptions = {}): MemoryQueue {
 
   return {
     async send(requests: ScheduleRequest[], delaysS: readonly number[] = []): Promise<void> {
+      checkDelays(delaysS)
       const now = clock.now()
       for (const [i, request] of requests.entries()) {
         const id = randomUUID()

@@ -65,3 +65,15 @@ export function parseScheduleRequest(body: string): ScheduleRequest | undefined 
     return undefined
   }
 }
+
+/** SQS's bounds of `DelaySeconds`: a whole number of seconds, 0 to 900. */
+export const MaxDelayS = 900
+
+/** Check `send`'s delays before anything is sent: a bad one is a programming error, named. */
+export function checkDelays(delaysS: readonly number[]): void {
+  for (const [i, d] of delaysS.entries())
+    if (!Number.isInteger(d) || d < 0 || d > MaxDelayS)
+      throw new RangeError(
+        `delaysS[${i}] is ${d}: a delay is a whole number of seconds from 0 to ${MaxDelayS}`,
+      )
+}

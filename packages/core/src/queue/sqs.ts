@@ -18,7 +18,13 @@ import {
   SQSServiceException,
 } from "@aws-sdk/client-sqs"
 import { BackendError } from "../util/errors"
-import type { ReceivedMessage, ReceiveOptions, ScheduleQueue, ScheduleRequest } from "./port"
+import {
+  checkDelays,
+  type ReceivedMessage,
+  type ReceiveOptions,
+  type ScheduleQueue,
+  type ScheduleRequest,
+} from "./port"
 
 export interface SqsQueueOptions {
   /** Give it an explicit `endpoint` when talking to an emulator: queue URLs are not resolvable hosts. */
@@ -37,6 +43,7 @@ export function SqsQueue(opts: SqsQueueOptions): ScheduleQueue {
 
   return {
     async send(requests: ScheduleRequest[], delaysS: readonly number[] = []): Promise<void> {
+      checkDelays(delaysS)
       const delayed = requests.map((request, i) => ({ request, delay: delaysS[i] ?? 0 }))
       for (const chunk of chunks(delayed, batchSize)) {
         const entries = chunk.map(({ request, delay }, i) => ({
