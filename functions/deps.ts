@@ -117,39 +117,30 @@ export function runtime(env: Env = process.env): Runtime {
   return api
 }
 
+/** A control-loop runtime: no pepper to hash with (see `noPepper`), the queue and secrets it is given. */
+const loopRuntime = (env: Env, queue: ScheduleQueue, secrets: Secrets): Runtime =>
+  createRuntime({ ...common(env), queue, pepper: noPepper(), secrets })
+
+const noSecrets: Secrets = { get: notGiven("backend secrets") }
+
 /**
  * The reconcile cron's: it sends each backend with work its ticks as schedule requests (the table and
  * the queue); the passes themselves run in the schedule consumer, so it reaches no backend's system.
  */
 export function tickRuntime(env: Env = process.env): Runtime {
-  ticks ??= createRuntime({
-    ...common(env),
-    queue: scheduleQueue(env),
-    pepper: noPepper(),
-    secrets: { get: notGiven("backend secrets") },
-  })
+  ticks ??= loopRuntime(env, scheduleQueue(env), noSecrets)
   return ticks
 }
 
 /** The schedule consumer's: passes that reach the backends' systems. */
 export function controlRuntime(env: Env = process.env): ControlDeps {
-  control ??= createRuntime({
-    ...common(env),
-    queue: noQueue,
-    pepper: noPepper(),
-    secrets: backendSecrets(env),
-  })
+  control ??= loopRuntime(env, noQueue, backendSecrets(env))
   return control
 }
 
 /** The autoscale tick's: the table alone. */
 export function autoscaleRuntime(env: Env = process.env): ControlDeps {
-  scaling ??= createRuntime({
-    ...common(env),
-    queue: noQueue,
-    pepper: noPepper(),
-    secrets: { get: notGiven("backend secrets") },
-  })
+  scaling ??= loopRuntime(env, noQueue, noSecrets)
   return scaling
 }
 

@@ -73,20 +73,13 @@ export async function reconcileSwarm(
           phase: observed.phase,
           ...(observed.url ? { url: observed.url } : {}),
           ...(observed.detail ? { detail: observed.detail } : {}),
+          replicas: observed.replicas,
         },
         now,
       ).swarm
-      next = {
-        ...next,
-        replicaStatus: observed.replicas,
-        ...(observed.phase === "RUNNING" && observed.generation !== undefined
-          ? { observedGeneration: observed.generation }
-          : {}),
-      }
+      if (observed.phase === "RUNNING" && observed.generation !== undefined)
+        next = { ...next, observedGeneration: observed.generation }
     }
-    // A deleted swarm that has stopped serves nothing and asks for nothing, whatever the last read showed.
-    if (next.desired === "deleted" && next.phase === "STOPPED")
-      next = { ...next, url: undefined, replicaStatus: { ready: 0, total: 0, items: [] } }
   }
   if (JSON.stringify(next) !== JSON.stringify(item.data))
     await rt.transitions.swarms.save(

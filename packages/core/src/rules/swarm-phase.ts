@@ -24,7 +24,14 @@ export function canSwarmTransition(from: SwarmPhase, to: SwarmPhase): boolean {
 
 /** What a backend reports of a deployment, or that it could not tell. */
 export type ServingObservation =
-  | { kind: "status"; phase: SwarmPhase; url?: string; detail?: string }
+  | {
+      kind: "status"
+      phase: SwarmPhase
+      url?: string
+      detail?: string
+      /** The replicas as the backend reports them (kept as they were when absent). */
+      replicas?: Swarm["replicaStatus"]
+    }
   | { kind: "gone" }
   | { kind: "unreachable"; detail: string }
 
@@ -49,17 +56,8 @@ export function observe(swarm: Swarm, observation: ServingObservation, nowIso: s
     case "gone":
       to = swarm.desired === "deleted" ? "STOPPED" : from === "STOPPED" ? "STOPPED" : "PENDING"
       url = undefined
-      // Nothing is deployed: no replica is ready, and a deleted swarm asks for none.
-      if (
-        replicaStatus.ready ||
-        replicaStatus.items.length ||
-        (swarm.desired === "deleted" && replicaStatus.total)
-      )
-        replicaStatus = {
-          ready: 0,
-          total: swarm.desired === "deleted" ? 0 : replicaStatus.total,
-          items: [],
-        }
+      // Nothing is deployed: no replica is ready.
+      replicaStatus = { ready: 0, total: replicaStatus.total, items: [] }
       break
     case "unreachable":
       if (from !== "STOPPED" && from !== "FAILED") to = "UNKNOWN"
@@ -75,11 +73,20 @@ export function observe(swarm: Swarm, observation: ServingObservation, nowIso: s
             ? undefined
             : url
       message = observation.detail ?? (to === from ? message : undefined)
+      if (observation.replicas) replicaStatus = observation.replicas
       break
   }
   if (!canSwarmTransition(from, to)) to = from
+  // A deleted swarm that has stopped serves nothing and asks for nothing, whatever the last read showed.
+  if (to === "STOPPED" && swarm.desired === "deleted") {
+    url = undefined
+    replicaStatus = { ready: 0, total: 0, items: [] }
+  }
   const changed =
-    to !== from || url !== swarm.url || message !== swarm.message || replicaStatus !== swarm.replicaStatus
+    to !== from ||
+    url !== swarm.url ||
+    message !== swarm.message ||
+    JSON.stringify(replicaStatus) !== JSON.stringify(swarm.replicaStatus)
   if (!changed) return { swarm, changed, from }
   return { swarm: { ...swarm, phase: to, url, message, replicaStatus, updatedAt: nowIso }, changed, from }
 }

@@ -4,8 +4,9 @@
  * from the attempt's id before it is sent, so a create whose answer was lost is found again and
  * adopted rather than made twice; each swarm is one deployment (serving.ts). A reconcile pass reads
  * the workspace's live jobs in one paged list (and every deployment in one more call), whatever the
- * number of live attempts, and reads one by one only the jobs that ended and left that list since. Every contact is recorded as the backend's health; the token is read once
- * per invocation and never appears in a message.
+ * number of live attempts, and reads one by one only the jobs that ended and left that list since.
+ * Every contact is recorded as the backend's health; the token is read once per invocation and never
+ * appears in a message.
  *
  * A batch shard's progress counters come from its log (progress.ts); the node group it places by is
  * node-groups.ts'.
@@ -147,20 +148,13 @@ export function LeptonBackend(
     const listed = await listJobs()
     const { read, deferred } = unlisted(listed, launched, stopping)
     // A read that fails leaves its attempts to the next pass; the rest of the pass goes on.
-    const failed = new Set<string>()
-    const archived = await mapLimit(read, 4, (id) =>
+    const archived = await mapLimit([...read], 4, ([id, refs]) =>
       contacting((c) => c.jobs.get(id, "alive_and_archive")).catch((error: unknown) => {
         if (!(error instanceof BackendError || error instanceof VisibleError)) throw error
-        failed.add(id)
+        for (const ref of refs) deferred.add(ref)
         return undefined
       }),
     )
-    const readFailed = (target?: string) => target !== undefined && failed.has(target)
-    for (const ref of launched) if (readFailed(lastAttempt(ref)?.target)) deferred.add(ref)
-    for (const ref of stopping) {
-      const uid = ref.task.data.stopping?.attemptUid
-      if (readFailed(ref.task.data.attempts.find((a) => a.attemptUid === uid)?.target)) deferred.add(ref)
-    }
     return {
       index: withJobs(
         listed,
@@ -301,8 +295,8 @@ export function LeptonBackend(
 
     /**
      * One paged list of the workspace's live jobs for every live and stopping attempt (plus a read of
-     * each job that has just left it for the archive), and one list of the
-     * deployments for the swarms (kept for this pass's `servingStatus`). No live work, no call. Then
+     * each job that has just left it for the archive), and one list of the deployments for the swarms
+     * (kept for this pass's `servingStatus`). No live work, no call. Then
      * the progress of a few batch shards, from their logs (`readProgress`).
      */
     async reconcile(request): Promise<ReconcileResult> {

@@ -106,7 +106,10 @@ describe("observeJobs", () => {
     const stopping = ref("a-4", "KILLED", `${jobName("a-4")}-x1y2z`, true)
     const unsent = ref("a-5", "ASSIGNED")
     const { read, deferred } = unlisted(listed, [running, ended, later, unsent], [stopping], 2)
-    expect(read).toEqual([`${jobName("a-2")}-x1y2z`, `${jobName("a-3")}-x1y2z`])
+    expect([...read]).toEqual([
+      [`${jobName("a-2")}-x1y2z`, [ended]],
+      [`${jobName("a-3")}-x1y2z`, [later]],
+    ])
     expect([...deferred]).toEqual([stopping])
     // The archived job read by its id ends the attempt as the live list would have.
     const index = withJobs(listed, [job("a-2", "Completed")])

@@ -52,22 +52,25 @@ export const ArchiveReadsPerPass = 32
 
 /**
  * The attempts (live, or stopping) whose Lepton job the live list does not show though Lepton gave it
- * an id: most have just ended and moved to the archive, to be read one by one. The first `limit` are
- * to be read; the rest are `deferred` to a later pass (left out of this one, not taken for lost).
+ * an id: most have just ended and moved to the archive, to be read one by one. The first `limit` ids
+ * are to be read (each with the refs it answers for, so a read that fails defers just those); the
+ * rest are `deferred` to a later pass (left out of this one, not taken for lost).
  */
 export function unlisted(
   index: JobIndex,
   launched: readonly TaskRef[],
   stopping: readonly TaskRef[],
   limit = ArchiveReadsPerPass,
-): { read: string[]; deferred: Set<TaskRef> } {
-  const read: string[] = []
+): { read: Map<string, TaskRef[]>; deferred: Set<TaskRef> } {
+  /** Each Lepton id to read, with the attempts' refs it answers for. */
+  const read = new Map<string, TaskRef[]>()
   const deferred = new Set<TaskRef>()
   const consider = (ref: TaskRef, uid?: string) => {
     const { attempt, job } = jobOf(index, ref, uid)
     if (job || !attempt?.target) return
-    if (read.includes(attempt.target)) return
-    if (read.length < limit) read.push(attempt.target)
+    const refs = read.get(attempt.target)
+    if (refs) refs.push(ref)
+    else if (read.size < limit) read.set(attempt.target, [ref])
     else deferred.add(ref)
   }
   for (const ref of launched) consider(ref)
